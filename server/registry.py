@@ -1,0 +1,18 @@
+"""The tools this server exposes, in the order they are listed."""
+
+from __future__ import annotations
+
+import importlib
+
+from ..tools.common import ToolSpec
+
+#: One module under tools/ per tool; each defines ``SPEC: ToolSpec``.
+TOOL_MODULES: tuple[str, ...] = ()
+
+
+def load_specs() -> list[ToolSpec]:
+    specs: list[ToolSpec] = []
+    for name in TOOL_MODULES:
+        module = importlib.import_module(f"{__package__.rsplit('.', 1)[0]}.tools.{name}")
+        specs.append(module.SPEC)
+    return specs

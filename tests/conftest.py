@@ -1,0 +1,48 @@
+"""Shared fixtures: a real in-memory MCP client in both protocol eras, sample-data locations."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+#: Real XTuner GSM8K samples from the steering repo; tests that need them skip when absent.
+SHARED_DATA = Path(os.environ.get("XTUNER_RL_SHARED", REPO.parent / "shared")) / "data" / "xtuner-gsm8k-example"
+SAMPLES = REPO / "references" / "samples"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not (SHARED_DATA / "gsm8k_train_example_data.jsonl").is_file():
+        pytest.skip(f"real XTuner GSM8K samples not found under {SHARED_DATA}")
+    return SHARED_DATA
+
+
+def make_server(*roots: Path, specs=None):
+    from xtuner_rl_mcp.server.app import build_server
+    from xtuner_rl_mcp.tools.common import PathPolicy
+
+    return build_server(PathPolicy.from_strings([str(r) for r in roots] or [os.getcwd()]), specs=specs)
+
+
+@pytest.fixture(params=["auto", "legacy"])
+async def mcp_client(request, tmp_path):
+    """A real MCP client bound to the full server; allowed roots: tmp_path, the samples and shared data."""
+    from mcp import Client
+
+    roots = [tmp_path, SAMPLES]
+    if SHARED_DATA.is_dir():
+        roots.append(SHARED_DATA)
+    async with Client(make_server(*roots), mode=request.param, raise_exceptions=True) as client:
+        yield client
+
+
+PYTHON = sys.executable
