@@ -46,3 +46,4 @@ async def mcp_client(request, tmp_path):
 
 
 PYTHON = sys.executable
+from .ray_cluster import ray_cluster, ray_head  # noqa: E402, F401  (one shared session Ray cluster for all tests)

@@ -1,0 +1,248 @@
+"""The failure-mode catalog: one TOML data file, validated once, rendered into ``troubleshooting.md``.
+
+``failure_modes.toml`` is the single source of truth. ``load_catalog()`` validates it (unique ids, categories from
+the fixed set, regexes compile, examples match their own entry) and caches the result; ``render_troubleshooting()``
+turns it into the markdown that ships next to it. ``python -m xtuner_rl_mcp.references.catalog`` rewrites that file.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..tools.common import CATEGORIES, Category, Severity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+HERE = Path(__file__).resolve().parent
+CATALOG_PATH = HERE / "failure_modes.toml"
+TROUBLESHOOTING_PATH = HERE / "troubleshooting.md"
+
+#: Tools a catalog entry may name in ``confirm_with``.
+ConfirmTool = Literal[
+    "check_reward_data", "probe_environment", "inspect_config", "build_rl_command", "choose_topology", "preflight"
+]
+#: Where a question belongs when this server is not the right place to fix it.
+Route = Literal["data_preparation", "sft_training", "model_backends", "legacy_cli"]
+
+_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+_SOURCE_RE = re.compile(r"^(xtuner|examples|recipe|docs)/[\w./-]+\.(py|md|sh)(:\d+(-\d+)?)?$|^external:[\w.-]+$")
+
+CATEGORY_TITLES: dict[str, str] = {
+    "ray_not_running": "Ray not running or not reachable",
+    "ray_resources_insufficient": "Ray resources and placement groups",
+    "backend_not_installed": "Rollout backend not installed",
+    "backend_flag_missing_or_multiple": "Rollout backend flag (XTUNER_USE_*)",
+    "backend_unsupported": "Unsupported backend or transport",
+    "backend_runtime_error": "Rollout server lifecycle and requests",
+    "missing_env_var_or_path": "Missing environment variables or paths",
+    "config_load_error": "Config loading and config-type mismatches",
+    "reward_data_missing_ground_truth": "Reward data without ground truth",
+    "data_format_other": "Data format, reward and judger",
+    "resource_mismatch_num_workers": "Worker counts and parallel sizes",
+    "staleness_or_partial_rollout": "Staleness and async production",
+    "eval_or_interval_config": "Evaluation and interval settings",
+    "debug_trace_output": "Debug and trace",
+    "model_loading": "Model loading and memory",
+    "other": "Other",
+}
+
+
+class ToolCall(BaseModel):
+    """A call of one of this server's tools that confirms the diagnosis.
+
+    String argument values may contain ``{data_path}``, ``{config_path}`` or ``{log_path}``; diagnose_symptom fills
+    them from its own inputs.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: ConfirmTool = Field(description="Tool name")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments to pass")
+
+
+class FailureMode(BaseModel):
+    """One known way an XTuner RL run fails, with how to recognise, explain, fix and confirm it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(description="Stable snake_case id; also the troubleshooting.md anchor")
+    category: Category
+    severity: Severity = "blocker"
+    title: str
+    patterns: list[str] = Field(min_length=1, description="Regexes over one normalised log line (case-sensitive)")
+    anti_patterns: list[str] = Field(default_factory=list, description="A line matching one of these is not a hit")
+    specificity: int = Field(default=3, ge=1, le=5, description="5: names the exact cause; 1: generic symptom")
+    hang: bool = Field(default=False, description="A silent-hang signal (progress/pending lines, no exception)")
+    cause: str
+    fix: list[str] = Field(min_length=1)
+    confirm_with: list[ToolCall] = Field(default_factory=list)
+    source: list[str] = Field(min_length=1, description="XTuner 'path:line' at b934f46, or 'external:<project>'")
+    examples: list[str] = Field(min_length=1, description="Real message texts this entry must match")
+    route: Route | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, v: str) -> str:
+        if not _ID_RE.match(v):
+            raise ValueError(f"id {v!r} must be snake_case")
+        return v
+
+    @field_validator("patterns", "anti_patterns")
+    @classmethod
+    def _compiles(cls, v: list[str]) -> list[str]:
+        for p in v:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"regex {p!r} does not compile: {exc}") from None
+        return v
+
+    @field_validator("source")
+    @classmethod
+    def _source_shape(cls, v: list[str]) -> list[str]:
+        for s in v:
+            if not _SOURCE_RE.match(s):
+                raise ValueError(f"source {s!r} is not 'path:line' nor 'external:<name>'")
+        return v
+
+    @model_validator(mode="after")
+    def _examples_match(self) -> FailureMode:
+        for ex in self.examples:
+            if not self.matches(ex):
+                raise ValueError(f"{self.id}: example {ex!r} is not matched by the entry's patterns")
+        return self
+
+    @cached_property
+    def compiled(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(p) for p in self.patterns)
+
+    @cached_property
+    def compiled_anti(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(p) for p in self.anti_patterns)
+
+    def match(self, line: str) -> re.Match[str] | None:
+        """First pattern match on ``line`` unless an anti-pattern also matches."""
+        for rx in self.compiled:
+            m = rx.search(line)
+            if m:
+                if any(a.search(line) for a in self.compiled_anti):
+                    return None
+                return m
+        return None
+
+    def matches(self, line: str) -> bool:
+        return self.match(line) is not None
+
+    @property
+    def uri(self) -> str:
+        return f"xtuner-rl://failure-modes/{self.id}"
+
+    @property
+    def doc_uri(self) -> str:
+        return f"xtuner-rl://references/troubleshooting#{self.id}"
+
+
+class Catalog(BaseModel):
+    """All failure modes, in file order."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int = 1
+    failure_mode: list[FailureMode]
+
+    @model_validator(mode="after")
+    def _unique(self) -> Catalog:
+        seen: set[str] = set()
+        for fm in self.failure_mode:
+            if fm.id in seen:
+                raise ValueError(f"duplicate failure-mode id {fm.id!r}")
+            seen.add(fm.id)
+        return self
+
+    @cached_property
+    def by_id(self) -> dict[str, FailureMode]:
+        return {fm.id: fm for fm in self.failure_mode}
+
+    @property
+    def entries(self) -> list[FailureMode]:
+        return list(self.failure_mode)
+
+
+def parse_catalog(text: str) -> Catalog:
+    """Parse and validate catalog TOML text (raises on any problem)."""
+    return Catalog.model_validate(tomllib.loads(text))
+
+
+@lru_cache(maxsize=1)
+def load_catalog() -> Catalog:
+    """The validated catalog shipped with the package (cached)."""
+    return parse_catalog(CATALOG_PATH.read_text(encoding="utf-8"))
+
+
+def get_failure_mode(failure_mode_id: str) -> FailureMode | None:
+    """The entry with this id, or None."""
+    return load_catalog().by_id.get(failure_mode_id)
+
+
+def _md(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _render_call(call: ToolCall) -> str:
+    if not call.arguments:
+        return f"`{call.tool}()`"
+    import json
+
+    return f"`{call.tool}({json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)})`"
+
+
+def render_troubleshooting(catalog: Catalog | None = None) -> str:
+    """Markdown troubleshooting guide generated from the catalog: one ``###`` section per entry, by category."""
+    cat = catalog or load_catalog()
+    out: list[str] = [
+        "# Troubleshooting XTuner V1 RL (GRPO) runs",
+        "",
+        "<!-- Generated from failure_modes.toml by `python -m xtuner_rl_mcp.references.catalog`; do not edit. -->",
+        "",
+        "Each section is one entry of the failure-mode catalog (resource `xtuner-rl://failure-modes/<id>`); the",
+        "section anchor is the entry id. Sources are `path:line` in InternLM/xtuner at commit b934f46.",
+        "The `diagnose_symptom` tool matches logs and tracebacks against these entries.",
+        "",
+    ]
+    for category in CATEGORIES:
+        members = [fm for fm in cat.failure_mode if fm.category == category]
+        if not members:
+            continue
+        out += [f"## {CATEGORY_TITLES.get(category, category)} (`{category}`)", ""]
+        for fm in members:
+            out += [f'<a id="{fm.id}"></a>', "", f"### {fm.id}", "", f"**{_md(fm.title)}** — severity: {fm.severity}"]
+            if fm.route:
+                out.append(f" — belongs to: {fm.route}")
+            out += ["", "What you see:", ""]
+            out += [f"- `{_md(ex).replace('`', "'")}`" for ex in fm.examples]
+            out += ["", f"Cause: {_md(fm.cause)}", "", "Fix:", ""]
+            out += [f"{i}. {_md(step)}" for i, step in enumerate(fm.fix, 1)]
+            if fm.confirm_with:
+                out += ["", "Confirm with: " + ", ".join(_render_call(c) for c in fm.confirm_with)]
+            out += ["", "XTuner source: " + ", ".join(f"`{s}`" for s in fm.source), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def main() -> None:
+    """Rewrite troubleshooting.md from the catalog."""
+    load_catalog.cache_clear()
+    TROUBLESHOOTING_PATH.write_text(render_troubleshooting(), encoding="utf-8")
+    print(f"wrote {TROUBLESHOOTING_PATH} ({len(load_catalog().failure_mode)} entries)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,4 @@
+import pytest
+@pytest.mark.ray
+def test_a(ray_cluster):
+    print(__name__, ray_cluster.gcs_address)
