@@ -197,6 +197,10 @@ def _md(text: str) -> str:
     return " ".join(text.split())
 
 
+def _code(text: str) -> str:
+    return _md(text).replace("`", "'")
+
+
 def _render_call(call: ToolCall) -> str:
     if not call.arguments:
         return f"`{call.tool}()`"
@@ -224,11 +228,12 @@ def render_troubleshooting(catalog: Catalog | None = None) -> str:
             continue
         out += [f"## {CATEGORY_TITLES.get(category, category)} (`{category}`)", ""]
         for fm in members:
-            out += [f'<a id="{fm.id}"></a>', "", f"### {fm.id}", "", f"**{_md(fm.title)}** — severity: {fm.severity}"]
+            head = f"**{_md(fm.title)}** — severity: {fm.severity}, category: `{fm.category}`"
             if fm.route:
-                out.append(f" — belongs to: {fm.route}")
+                head += f", belongs to: {fm.route}"
+            out += [f'<a id="{fm.id}"></a>', "", f"### {fm.id}", "", head]
             out += ["", "What you see:", ""]
-            out += [f"- `{_md(ex).replace('`', "'")}`" for ex in fm.examples]
+            out += [f"- `{_code(ex)}`" for ex in fm.examples]
             out += ["", f"Cause: {_md(fm.cause)}", "", "Fix:", ""]
             out += [f"{i}. {_md(step)}" for i, step in enumerate(fm.fix, 1)]
             if fm.confirm_with:

@@ -26,7 +26,9 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 #: A citation line: ``Source: path:line[, path:line-line ...]`` (backticks optional).
 _SOURCE_LINE = re.compile(r"^\s*(?:\*\*)?Sources?:(?:\*\*)?\s*(.+)$", re.IGNORECASE)
-_CITATION = re.compile(r"`?([A-Za-z0-9_./-]+\.(?:py|sh|md|toml|txt|rst|cfg|json|yaml|yml)):(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)`?")
+_CITATION = re.compile(
+    r"`?([A-Za-z0-9_./-]+\.(?:py|sh|md|toml|txt|rst|cfg|json|yaml|yml)):(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)`?"
+)
 
 
 @dataclass(frozen=True)
@@ -174,9 +176,11 @@ def _load_catalog_entries() -> list[Any]:
     except ImportError:
         return []
     try:
-        return list(catalog.load_catalog())
+        loaded = catalog.load_catalog()
     except FileNotFoundError:
         return []
+    entries = getattr(loaded, "entries", loaded)  # a Catalog model, or a plain list of entries
+    return list(entries)
 
 
 def _entry_field(entry: Any, name: str, default: Any = None) -> Any:
@@ -206,6 +210,7 @@ def catalog_sections() -> tuple[Section, ...]:
         fixes = _as_list(_entry_field(entry, "fix"))
         patterns = _as_list(_entry_field(entry, "patterns"))
         category = str(_entry_field(entry, "category", "") or "")
+        examples = _as_list(_entry_field(entry, "examples"))
         sources = tuple(_as_list(_entry_field(entry, "source")))
         text = "\n".join([cause, *fixes, category])
         out.append(
@@ -217,7 +222,12 @@ def catalog_sections() -> tuple[Section, ...]:
                 text=text,
                 sources=sources,
                 kind="failure_mode",
-                extra={"patterns": patterns, "category": category},
+                extra={
+                    "patterns": patterns,
+                    "examples": examples,
+                    "category": category,
+                    "matches": getattr(entry, "matches", None),
+                },
             )
         )
     return tuple(out)

@@ -7,7 +7,14 @@ import importlib
 from ..tools.common import ToolSpec
 
 #: One module under tools/ per tool; each defines ``SPEC: ToolSpec``.
-TOOL_MODULES: tuple[str, ...] = ()
+TOOL_MODULES: tuple[str, ...] = (
+    "build_rl_command",
+    "choose_topology",
+    "lookup_reference",
+    "inspect_config",
+    "probe_environment",
+    "check_reward_data",
+)
 
 
 def load_specs() -> list[ToolSpec]:

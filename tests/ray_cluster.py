@@ -16,9 +16,10 @@ Helpers:
   nothing behind.
 * :func:`free_port`, :func:`dead_address`.
 
-Use it from a test module with ``from .ray_cluster import ray_cluster, hold_placement_group`` (importing the
-fixture function into the module is what makes pytest see it; the conftest also registers this module as a plugin).
-Mark tests ``@pytest.mark.ray``. Everything is skipped when ``ray`` is not installed.
+The fixtures are registered once, in ``tests/conftest.py``; just name ``ray_cluster`` as a test argument. Import
+only the helpers (``from .ray_cluster import hold_placement_group, snapshot``) -- importing the fixture functions
+into a test module would define a second session fixture there and start a second cluster. Mark tests
+``@pytest.mark.ray``. The fixtures skip when ``ray`` is not installed.
 
 Why it looks like this (measured, see /work/shared/ray-probing-notes.md): ``127.0.0.1`` is silently replaced by the
 host IP, so nodes use 127.0.0.2/3; every port comes from a free-port picker because other test runs start clusters
@@ -215,12 +216,17 @@ def start_ray_cluster(
     nodes: tuple[NodeSpec, ...] = (NodeSpec(HEAD_IP), NodeSpec(WORKER_IP)),
     *,
     dashboard: bool = True,
+    extra_env: Mapping[str, str] | None = None,
 ) -> Iterator[RayCluster]:
-    """Start a real cluster (first node is the head) and tear it down completely on exit."""
+    """Start a real cluster (first node is the head) and tear it down completely on exit.
+
+    ``extra_env`` is added to the nodes' environment, e.g. ``{"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": ...}``.
+    """
     if not ray_available():
         pytest.skip("ray is not installed")
     tmp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: AF_UNIX socket paths must stay < 108 bytes
     env = node_env(tmp)
+    env.update(extra_env or {})
     gcs_port = free_port()
     dash_port = free_port()
     cluster = RayCluster(
@@ -352,7 +358,7 @@ def _readline(proc: subprocess.Popen, timeout: float) -> str:
 
 def _session_id(pid: str) -> int | None:
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_bytes().decode(errors="replace")
     except OSError:
         return None
     fields = stat[stat.rfind(")") + 2 :].split()
@@ -367,7 +373,7 @@ def cluster_processes(cluster: RayCluster) -> set[tuple[int, str]]:
         if not pid.isdigit() or _session_id(pid) not in sessions:
             continue
         try:
-            status = Path(f"/proc/{pid}/status").read_text()
+            status = Path(f"/proc/{pid}/status").read_bytes().decode(errors="replace")
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:
             continue

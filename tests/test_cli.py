@@ -64,8 +64,14 @@ def test_allow_roots_from_env(tmp_path):
 
     env = dict(os.environ, XTUNER_RL_MCP_ALLOW_ROOTS=str(SAMPLES))
     args = json.dumps({"path": str(SAMPLES / "gsm8k_train_sample.jsonl")})
-    p = subprocess.run([EXE, "call", "check_reward_data", "--args", args], capture_output=True, text=True,
-                       timeout=120, env=env, cwd=tmp_path)
+    p = subprocess.run(
+        [EXE, "call", "check_reward_data", "--args", args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
 
 

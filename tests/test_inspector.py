@@ -20,7 +20,10 @@ EXE = shutil.which("xtuner-rl-mcp", path=str(Path(sys.executable).parent)) or "x
 
 
 def _inspector() -> str | None:
-    candidates = [os.environ.get("XTUNER_RL_INSPECTOR", ""), str(REPO / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector")]
+    candidates = [
+        os.environ.get("XTUNER_RL_INSPECTOR", ""),
+        str(REPO / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"),
+    ]
     for c in candidates:
         if c and Path(c).is_file():
             return c
@@ -51,7 +54,16 @@ def test_inspector_lists_tools(inspector):
 
 
 def test_inspector_calls_a_tool(inspector):
-    out = run(inspector, "--method", "tools/call", "--tool-name", "lookup_reference",
-              "--tool-arg", "query=what does max_staleness do", "--tool-arg", "limit=2")
+    out = run(
+        inspector,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "lookup_reference",
+        "--tool-arg",
+        "query=what does max_staleness do",
+        "--tool-arg",
+        "limit=2",
+    )
     assert out.get("isError") is False
     assert out["structuredContent"]["summary"]

@@ -1,0 +1,682 @@
+"""choose_topology: a table of scenarios with the decisions they must produce, snippet validity, errors, MCP calls.
+
+Model configs are HF-style config.json files written into tmp_path with shapes from the public model cards
+(Qwen3-0.6B, Qwen3-8B, Qwen3-30B-A3B, Llama-3-70B, DeepSeek-V2-Lite). Every scenario's config snippet must parse,
+import only (module, name) pairs listed in KNOWN_IMPORTS (verified against the XTuner mirror at b934f46 when the
+mirror is present) and pass only keyword arguments that are fields of the XTuner classes it calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+from xtuner_rl_mcp.tools import resource_rules as rr
+from xtuner_rl_mcp.tools import xtuner_classes
+from xtuner_rl_mcp.tools.choose_topology import Params, estimate_from_config, run
+from xtuner_rl_mcp.tools.common import CATEGORIES, PathPolicy, RunContext, ToolInputError
+
+GIB = 1024**3
+MIRROR = Path("/work/.mirror/InternLM+xtuner/repo")
+COMMIT = "b934f46"
+
+#: (module, name) pairs a snippet may import. Each was checked in the mirror: the module file exists at b934f46 and
+#: defines or re-exports the name (see test_known_imports_exist_in_xtuner).
+KNOWN_IMPORTS = {
+    ("os", "os"),
+    ("pathlib", "Path"),
+    ("xtuner.v1.config", "AdamWConfig"),
+    ("xtuner.v1.config", "FSDPConfig"),
+    ("xtuner.v1.config", "LRConfig"),
+    ("xtuner.v1.data_proto.rl_data", "SampleParams"),
+    ("xtuner.v1.datasets.config", "DataloaderConfig"),
+    ("xtuner.v1.datasets.config", "DatasetConfig"),
+    ("xtuner.v1.datasets.rl_tokenize_fn", "RLTextTokenizeFnConfig"),
+    ("xtuner.v1.model", "get_model_config_from_hf"),
+    ("xtuner.v1.rl.advantage", "GRPOAdvantageConfig"),
+    ("xtuner.v1.rl.agent_loop", "SingleTurnAgentLoopConfig"),
+    ("xtuner.v1.rl.agent_loop_manager", "AgentLoopManagerConfig"),
+    ("xtuner.v1.rl.agent_loop_manager", "TaskSpecConfig"),
+    ("xtuner.v1.rl.agent_loop_manager", "SamplerConfig"),
+    ("xtuner.v1.rl.agent_loop_manager", "SyncProduceStrategyConfig"),
+    ("xtuner.v1.rl.agent_loop_manager", "AsyncProduceStrategyConfig"),
+    ("xtuner.v1.rl.agent_loop_manager", "DisaggAgentLoopManagerConfig"),
+    ("xtuner.v1.rl.agent_loop_manager", "DisaggTaskSpecConfig"),
+    ("xtuner.v1.rl.agent_loop_manager", "DisaggAsyncProduceStrategyConfig"),
+    ("xtuner.v1.rl.evaluator", "EvaluatorConfig"),
+    ("xtuner.v1.rl.judger", "GSM8KJudgerConfig"),
+    ("xtuner.v1.rl.loss", "GRPOLossConfig"),
+    ("xtuner.v1.rl.replay_buffer", "SyncReplayBufferConfig"),
+    ("xtuner.v1.rl.replay_buffer", "AsyncReplayBufferConfig"),
+    ("xtuner.v1.rl.rollout.worker", "RolloutConfig"),
+    ("xtuner.v1.rl.trainer", "WorkerConfig"),
+    ("xtuner.v1.rl.utils", "AcceleratorResourcesConfig"),
+    ("xtuner.v1.rl.utils", "CPUResourcesConfig"),
+    ("xtuner.v1.train.rl_trainer", "RLColocateTrainerConfig"),
+    ("xtuner.v1.train.rl_trainer", "RLDisaggregatedTrainerConfig"),
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+# Model configs (public model-card shapes)
+# ---------------------------------------------------------------------------------------------------------------
+
+QWEN3_0_6B = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "model_type": "qwen3",
+    "hidden_size": 1024,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 151936,
+    "max_position_embeddings": 40960,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+}
+QWEN3_8B = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "model_type": "qwen3",
+    "hidden_size": 4096,
+    "intermediate_size": 12288,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 151936,
+    "max_position_embeddings": 40960,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+QWEN3_30B_A3B = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "model_type": "qwen3_moe",
+    "hidden_size": 2048,
+    "intermediate_size": 6144,
+    "moe_intermediate_size": 768,
+    "num_hidden_layers": 48,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "head_dim": 128,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "decoder_sparse_step": 1,
+    "mlp_only_layers": [],
+    "vocab_size": 151936,
+    "max_position_embeddings": 40960,
+    "tie_word_embeddings": False,
+}
+LLAMA3_70B = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 8192,
+    "intermediate_size": 28672,
+    "num_hidden_layers": 80,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 8192,
+    "tie_word_embeddings": False,
+}
+DEEPSEEK_V2_LITE = {
+    "architectures": ["DeepseekV2ForCausalLM"],
+    "model_type": "deepseek_v2",
+    "hidden_size": 2048,
+    "intermediate_size": 10944,
+    "moe_intermediate_size": 1408,
+    "num_hidden_layers": 27,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "n_routed_experts": 64,
+    "n_shared_experts": 2,
+    "num_experts_per_tok": 6,
+    "first_k_dense_replace": 1,
+    "vocab_size": 102400,
+    "max_position_embeddings": 163840,
+    "tie_word_embeddings": False,
+}
+MODELS = {
+    "qwen3-0.6b": QWEN3_0_6B,
+    "qwen3-8b": QWEN3_8B,
+    "qwen3-30b-a3b": QWEN3_30B_A3B,
+    "llama3-70b": LLAMA3_70B,
+    "dsv2-lite": DEEPSEEK_V2_LITE,
+}
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> Path:
+    for name, cfg in MODELS.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(cfg))
+    return tmp_path
+
+
+def call(models: Path, **kw):
+    if "model" in kw:
+        kw["model_path"] = str(models / kw.pop("model"))
+    return run(Params(**kw), RunContext(paths=PathPolicy.from_strings([models])))
+
+
+@pytest.mark.parametrize(
+    ("cfg", "total_b", "active_b", "moe"),
+    [
+        (QWEN3_0_6B, (0.55, 0.65), None, False),
+        (QWEN3_8B, (8.0, 8.4), None, False),
+        (QWEN3_30B_A3B, (30.0, 31.0), (3.0, 3.5), True),
+        (LLAMA3_70B, (69.5, 71.5), None, False),
+        (DEEPSEEK_V2_LITE, (14.5, 17.0), (2.0, 3.2), True),
+    ],
+)
+def test_parameter_estimates_match_model_cards(cfg, total_b, active_b, moe):
+    info = estimate_from_config(cfg)
+    assert info is not None and info.is_moe == moe
+    assert total_b[0] <= info.params_total_b <= total_b[1]
+    if active_b:
+        assert active_b[0] <= info.params_active_b <= active_b[1]
+    # bf16 K and V, every layer: 2 * layers * kv_heads * head_dim * 2 bytes
+    head_dim = cfg.get("head_dim", cfg["hidden_size"] // cfg["num_attention_heads"])
+    assert info.kv_cache_bytes_per_token == 2 * cfg["num_hidden_layers"] * cfg["num_key_value_heads"] * head_dim * 2
+
+
+def test_unknown_architecture_is_tolerated():
+    assert estimate_from_config({"model_type": "mystery", "foo": 1}) is None
+    vlm = estimate_from_config({"architectures": ["X"], "text_config": QWEN3_8B, "vision_config": {}})
+    assert vlm is not None and 8.0 <= vlm.params_total_b <= 8.4 and vlm.notes
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The scenario table
+# ---------------------------------------------------------------------------------------------------------------
+
+S = {
+    "1x8 small model, simplicity": (
+        dict(nodes=1, model="qwen3-0.6b"),
+        dict(topology="colocated_sync", groups=[("shared", 8)], tp=1, ep=1, has=set(), blockers=0),
+    ),
+    "1x8 8B, CPUs short: per-worker CPUs lowered": (
+        dict(nodes=1, model="qwen3-8b", cpus_per_node=96, memory_gib_per_node=256),
+        # 8c + 10 <= 96 -> c = 10; 8 * 10 = 80 <= 96 on the node; 16 CPUs left for the 2 external pools
+        dict(
+            topology="colocated_sync",
+            groups=[("shared", 8)],
+            cpw=10,
+            mem_gib=16,
+            fits=True,
+            has={"topo.resources_reduced"},
+            blockers=0,
+        ),
+    ),
+    "4x8 long-tail responses": (
+        dict(nodes=4, model="qwen3-8b", long_tail_responses=True),
+        dict(
+            topology="colocated_async",
+            groups=[("shared", 32)],
+            tp=1,
+            ep=1,
+            staleness=2,
+            strategy="AsyncProduceStrategyConfig",
+            has={"topo.effective_staleness"},
+            blockers=0,
+        ),
+    ),
+    "4x8 long-tail + throughput: disaggregated, rollout-heavy": (
+        dict(nodes=4, model="qwen3-8b", long_tail_responses=True, priority="throughput"),
+        dict(
+            topology="disaggregated",
+            groups=[("train", 8), ("rollout", 24)],
+            tp=1,
+            ep=1,
+            strategy="DisaggAsyncProduceStrategyConfig",
+            has={"topo.disaggregated_nccl_transport"},
+            blockers=0,
+        ),
+    ),
+    "2x8 throughput: even split": (
+        dict(nodes=2, model="qwen3-8b", priority="throughput", cpus_per_node=128, memory_gib_per_node=512),
+        dict(topology="disaggregated", groups=[("train", 8), ("rollout", 8)], fits=True, blockers=0),
+    ),
+    "1x8 throughput: too few GPUs to split": (
+        dict(nodes=1, model="qwen3-8b", priority="throughput"),
+        dict(topology="colocated_async", groups=[("shared", 8)], rejected={"disaggregated", "colocated_sync"}),
+    ),
+    "MoE 30B-A3B on 1x8: expert parallel": (
+        dict(nodes=1, model="qwen3-30b-a3b"),
+        # bf16 weights ~61 GB; per-GPU weights must stay under 0.5 * 0.8 * 80 GiB: EP=2 -> ~32 GB passes
+        dict(topology="colocated_sync", groups=[("shared", 8)], tp=1, ep=2, engines=4, moe=True, blockers=0),
+    ),
+    "MoE on sglang with forced EP=8 on 2x8": (
+        dict(nodes=2, model="qwen3-30b-a3b", backend="sglang", expert_parallel_size=8),
+        dict(topology="colocated_sync", groups=[("shared", 16)], tp=1, ep=8, engines=2, blockers=0),
+    ),
+    "cluster too small on memory": (
+        dict(nodes=1, model="qwen3-8b", cpus_per_node=128, memory_gib_per_node=40),
+        # 8 * 4 GiB + 10 GiB = 42 GiB > 40 even at the smallest per-worker memory tried
+        dict(
+            topology="colocated_sync",
+            fits=False,
+            has={"topo.cluster_too_small"},
+            blockers_min=1,
+            failing={"pg:train memory"},
+        ),
+    ),
+    "cluster too small on CPU": (
+        dict(nodes=1, model="qwen3-0.6b", cpus_per_node=8, memory_gib_per_node=512),
+        dict(fits=False, has={"topo.cluster_too_small"}, failing={"pg:train CPU"}),
+    ),
+    "odd GPU count 1x7, small model": (
+        dict(nodes=1, gpus_per_node=7, model="qwen3-0.6b"),
+        dict(groups=[("shared", 7)], tp=1, idle=0, lacks={"topo.accelerators_left_idle"}),
+    ),
+    "odd GPU count 1x7, 32B needs TP=2: one GPU idle": (
+        dict(nodes=1, gpus_per_node=7, params_b=32),
+        dict(groups=[("shared", 6)], tp=2, idle=1, has={"topo.accelerators_left_idle", "topo.train_memory_exceeds"}),
+    ),
+    "1x6 with 32B: TP=2 divides six": (
+        dict(nodes=1, gpus_per_node=6, params_b=32),
+        dict(groups=[("shared", 6)], tp=2, idle=0),
+    ),
+    "70B dense on 1x8: TP=8 and training will not fit": (
+        dict(nodes=1, model="llama3-70b", max_prompt_len=1024, max_response_len=2048),
+        dict(tp=8, ep=1, engines=1, has={"topo.train_memory_exceeds"}),
+    ),
+    "NPU node: 16 per node, LMDeploy": (
+        dict(nodes=1, accelerator="NPU", model="qwen3-8b"),
+        dict(groups=[("shared", 16)], accelerator="NPU", has={"topo.npu_lmdeploy"}, blockers=0, gpu_gib=64),
+    ),
+    "NPU with 8 per node given: XTuner forces 16": (
+        dict(nodes=1, accelerator="NPU", gpus_per_node=8, model="qwen3-8b"),
+        dict(has={"topo.npu_gpus_per_node_forced"}),
+    ),
+    "vLLM backend: blocker": (
+        dict(nodes=1, model="qwen3-8b", backend="vllm"),
+        dict(topology="colocated_sync", has={"topo.vllm_cannot_start"}, blockers_min=1),
+    ),
+    "on_policy with long tails on 4x8": (
+        dict(nodes=4, model="qwen3-8b", priority="on_policy", long_tail_responses=True),
+        dict(
+            topology="colocated_sync",
+            staleness=1,
+            rejected={"disaggregated", "colocated_async"},
+            has={"topo.on_policy_long_tail"},
+        ),
+    ),
+    "forced disaggregated with on_policy": (
+        dict(nodes=2, model="qwen3-8b", priority="on_policy", topology="disaggregated"),
+        dict(topology="disaggregated", has={"topo.on_policy_disaggregated_unsupported"}),
+    ),
+    "disaggregated split given by rollout_gpus": (
+        dict(nodes=2, model="qwen3-0.6b", topology="disaggregated", rollout_gpus=12),
+        dict(topology="disaggregated", groups=[("train", 4), ("rollout", 12)]),
+    ),
+    "forced TP=3 on 8 GPUs: workers cut to 6": (
+        dict(nodes=1, model="qwen3-0.6b", tensor_parallel_size=3),
+        dict(groups=[("shared", 6)], tp=3, idle=2, engines=2, has={"topo.accelerators_left_idle"}, blockers=0),
+    ),
+    "forced rollout split that TP does not divide": (
+        dict(nodes=2, model="qwen3-0.6b", topology="disaggregated", rollout_gpus=6, tensor_parallel_size=4),
+        dict(groups=[("train", 10), ("rollout", 6)], has={"topo.rule.workers_divisible_by_engine"}, blockers_min=1),
+    ),
+    "forced TP=2 and EP=2": (
+        dict(nodes=1, model="qwen3-30b-a3b", tensor_parallel_size=2, expert_parallel_size=2),
+        dict(has={"topo.rule.tp_or_ep_is_one"}, blockers_min=1),
+    ),
+    "sglang engine of 12 across 8-GPU nodes": (
+        dict(nodes=3, model="qwen3-0.6b", backend="sglang", tensor_parallel_size=12),
+        dict(groups=[("shared", 24)], has={"topo.rule.sglang_cross_node_engine"}, blockers_min=1),
+    ),
+    "sync interval 4 rounds evaluate_step": (
+        dict(nodes=1, model="qwen3-0.6b", sync_weights_interval=4, evaluate_step=10),
+        dict(evaluate_step=12, has={"topo.interval_rounded"}),
+    ),
+    "prompt_repeat_k=1 warns": (
+        dict(nodes=1, model="qwen3-0.6b", prompt_repeat_k=1),
+        dict(has={"topo.prompt_repeat_k_too_small"}),
+    ),
+    "no evaluation": (
+        dict(nodes=1, model="qwen3-0.6b", enable_evaluate=False),
+        dict(topology="colocated_sync", blockers=0),
+    ),
+    "DeepSeek-style MoE (n_routed_experts) on 2x8 throughput": (
+        dict(nodes=2, model="dsv2-lite", priority="throughput"),
+        dict(topology="disaggregated", moe=True),
+    ),
+}
+
+
+def snippet_imports(tree: ast.Module) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                names[a.asname or a.name] = node.module or ""
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                names[a.asname or a.name] = a.name
+    return names
+
+
+def check_snippet(snippet: str, res) -> None:
+    tree = ast.parse(snippet)
+    imports = snippet_imports(tree)
+    assert {(m, n) for n, m in imports.items()} <= KNOWN_IMPORTS
+    defined = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    defined |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    assert "trainer" in defined
+    calls: dict[str, list[ast.Call]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls.setdefault(node.func.id, []).append(node)
+    builtins = {"dict", "Path", "int", "float", "str", "hasattr"}
+    for name, nodes in calls.items():
+        assert name in imports or name in defined or name in builtins, f"{name} is not imported"
+        fields = xtuner_classes.fields_of(name)
+        if fields is None:
+            continue
+        for call_node in nodes:
+            for kw in call_node.keywords:
+                assert kw.arg in fields, f"{name}({kw.arg}=...) is not a field of {name} at b934f46"
+    # Values in the snippet agree with the structured result.
+    consts = {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    s = consts["sync_weights_interval"]
+    for key in ("evaluate_step", "checkpoint_interval", "hf_interval"):
+        assert consts[key] % s == 0, key
+    assert consts["pack_max_length"] >= consts["max_prompt_length"] + consts["max_response_length"]
+    trainer_call = calls[res.trainer_config_class][0]
+    trainer_kw = {k.arg for k in trainer_call.keywords}
+    if res.topology == "disaggregated":
+        assert {"train_resources", "rollout_resources"} <= trainer_kw and "resources" not in trainer_kw
+        assert "DisaggTaskSpecConfig" in calls and "DisaggAgentLoopManagerConfig" in calls
+        assert "SyncProduceStrategyConfig" not in imports or res.training.enable_evaluate
+        rollout_kw = {k.arg: k.value for k in calls["RolloutConfig"][0].keywords}
+        assert rollout_kw["weight_transport_type"].value == "nccl"
+    else:
+        assert "resources" in trainer_kw
+        assert not any(n.startswith("Disagg") for n in imports)
+    if res.training.enable_evaluate:
+        assert {"eval_agent_loop_manager_cfg", "evaluator_config"} <= trainer_kw
+        assert "EvaluatorConfig" in calls
+    workers = [
+        next(k.value.value for k in c.keywords if k.arg == "num_workers") for c in calls["AcceleratorResourcesConfig"]
+    ]
+    assert workers == [g.num_workers for g in res.resources.groups]
+    rc = {k.arg: k.value for k in calls["RolloutConfig"][0].keywords}
+    assert rc["tensor_parallel_size"].value == res.rollout.tensor_parallel_size
+    assert rc["expert_parallel_size"].value == res.rollout.expert_parallel_size
+    assert calls[res.produce_strategy.class_name]
+
+
+@pytest.mark.parametrize("name", list(S))
+def test_scenario(name, models):
+    kw, exp = S[name]
+    res = call(models, **kw)
+    ids = {f.id for f in res.findings}
+    blockers = [f for f in res.findings if f.severity == "blocker"]
+    if "topology" in exp:
+        assert res.topology == exp["topology"]
+    if "groups" in exp:
+        assert [(g.role, g.num_workers) for g in res.resources.groups] == exp["groups"]
+    if "tp" in exp:
+        assert res.rollout.tensor_parallel_size == exp["tp"]
+    if "ep" in exp:
+        assert res.rollout.expert_parallel_size == exp["ep"]
+    if "engines" in exp:
+        assert res.rollout.num_engines == exp["engines"]
+    if "idle" in exp:
+        assert res.resources.idle_accelerators == exp["idle"]
+    if "cpw" in exp:
+        assert {g.num_cpus_per_worker for g in res.resources.groups} == {exp["cpw"]}
+    if "mem_gib" in exp:
+        assert {g.cpu_memory_per_worker_bytes for g in res.resources.groups} == {exp["mem_gib"] * GIB}
+    if "fits" in exp:
+        assert res.cluster_fit.fits is exp["fits"]
+    if "failing" in exp:
+        assert exp["failing"] <= {r.check for r in res.cluster_fit.rows if not r.ok}
+    if "strategy" in exp:
+        assert res.produce_strategy.class_name == exp["strategy"]
+    if "staleness" in exp:
+        assert res.produce_strategy.effective_stale_threshold_steps == exp["staleness"]
+    if "rejected" in exp:
+        assert {a.topology for a in res.alternatives} == exp["rejected"]
+    if "moe" in exp:
+        assert res.model.is_moe is exp["moe"]
+    if "accelerator" in exp:
+        assert res.resources.accelerator == exp["accelerator"] == res.rollout.device
+        assert f'accelerator="{exp["accelerator"]}"' in res.config_snippet
+        assert res.rollout.gpus_per_node == 16
+    if "gpu_gib" in exp:
+        assert res.memory.gpu_memory_gib == exp["gpu_gib"]
+    if "evaluate_step" in exp:
+        assert res.training.evaluate_step == exp["evaluate_step"]
+    assert exp.get("has", set()) <= ids, ids
+    assert not (exp.get("lacks", set()) & ids)
+    if "blockers" in exp:
+        assert len(blockers) == exp["blockers"], [f.id for f in blockers]
+    if "blockers_min" in exp:
+        assert len(blockers) >= exp["blockers_min"]
+    check_invariants(res)
+    check_snippet(res.config_snippet, res)
+
+
+def check_invariants(res) -> None:
+    """Rules every answer must respect, whatever the scenario."""
+    for f in res.findings:
+        assert f.id.startswith("topo.") and f.category in CATEGORIES
+        assert f.reference.startswith(("xtuner-rl://references/workflows#", "xtuner-rl://references/cluster-and"))
+    assert res.summary.startswith(res.topology)
+    assert res.rollout.context_length <= res.training.pack_max_length
+    assert res.topology not in {a.topology for a in res.alternatives}
+    # Trainer / manager / strategy / buffer classes fit the topology (dossier 3.2, 3.3, 4.3, 4.4, 4.9).
+    disagg = res.topology == "disaggregated"
+    assert res.trainer_config_class == ("RLDisaggregatedTrainerConfig" if disagg else "RLColocateTrainerConfig")
+    assert res.task_spec_class == ("DisaggTaskSpecConfig" if disagg else "TaskSpecConfig")
+    assert res.replay_buffer_class == (
+        "SyncReplayBufferConfig" if res.topology == "colocated_sync" else "AsyncReplayBufferConfig"
+    )
+    if disagg:
+        assert res.produce_strategy.class_name == "DisaggAsyncProduceStrategyConfig"
+        assert res.rollout.weight_transport_type == "nccl"
+    # Effective staleness is (max_staleness + 1) * sync_weights_interval.
+    ms = res.produce_strategy.params.get("max_staleness", 0)
+    assert res.produce_strategy.effective_stale_threshold_steps == (ms + 1) * res.training.sync_weights_interval
+    if ms > 0:
+        assert res.produce_strategy.params["enable_partial_rollout"] is True
+    # Ray requirements follow XTuner's rule for every group.
+    for pg, g in zip(res.ray_requirements.placement_groups, res.resources.groups, strict=True):
+        assert pg.num_workers == g.num_workers
+        assert pg.cpus_needed == g.num_cpus_per_worker * g.num_workers + 10
+        assert pg.memory_needed_bytes == g.cpu_memory_per_worker_bytes * g.num_workers + 10 * GIB
+    names = [p.name for p in res.ray_requirements.external_pools]
+    assert names[0] == "rollout_controller"
+    # Engine layout divides the rollout workers unless a blocker says otherwise.
+    rollout_workers = res.resources.groups[-1].num_workers
+    engine = res.rollout.num_gpus_per_engine
+    if not any(f.id.startswith("topo.rule.") for f in res.findings):
+        assert rollout_workers % engine == 0
+        assert res.rollout.num_engines == rollout_workers // engine
+    assert res.rollout.context_length >= 1 and res.diagram.startswith("flowchart")
+    assert sum(g.num_workers for g in res.resources.groups) + res.resources.idle_accelerators == (
+        res.resources.accelerators_in_cluster
+    )
+
+
+def test_scenario_table_is_large_enough():
+    assert len(S) >= 15
+
+
+def test_fitted_resources_pass_xtuner_checks_exactly(models):
+    """When the tool says it fits, feeding its numbers into XTuner's arithmetic passes; one CPU fewer fails."""
+    kw = dict(nodes=2, model="qwen3-8b", cpus_per_node=100, memory_gib_per_node=200)
+    res = call(models, **kw)
+    assert res.cluster_fit.fits
+    g = res.resources.groups[0]
+    assert g.num_workers * g.num_cpus_per_worker + 10 <= 2 * 100
+    assert g.num_workers * g.cpu_memory_per_worker_bytes + 10 * GIB <= 2 * 200 * GIB
+    # per node: 8 bundles must fit into 100 CPUs, and some CPU must be left for the 1-CPU pools
+    assert 8 * g.num_cpus_per_worker <= 100 - 1
+    # and it is the largest integer value that does
+    bigger = g.num_cpus_per_worker + 1
+    assert 16 * bigger + 10 > 200 or 8 * bigger > 99
+
+
+def test_cluster_not_given_reports_minimum(models):
+    res = call(models, nodes=1, model="qwen3-8b")
+    assert res.cluster_fit.fits is None and res.cluster_fit.source == "not_given"
+    f = next(f for f in res.findings if f.id == "topo.cluster_not_checked")
+    assert "106 Ray CPUs" in f.evidence and "138 GiB" in f.evidence
+
+
+def test_memory_estimate_arithmetic(models):
+    res = call(models, nodes=1, model="qwen3-8b", max_prompt_len=512, max_response_len=1024)
+    p = res.model.params_total_b * 1e9
+    assert math.isclose(res.memory.train_weights_gib, 2 * p / 8 / GIB, abs_tol=0.01)
+    assert math.isclose(res.memory.train_optimizer_gib, 12 * p / 8 / GIB, abs_tol=0.01)
+    assert math.isclose(res.memory.rollout_weights_gib, 2 * p / GIB, abs_tol=0.01)
+    assert res.memory.train_fits and res.memory.rollout_fits
+    assert res.memory.colocated_peak_gib is not None
+    assert res.rollout.context_length == 1536
+    # XTuner's automatic batch size for context_length <= 4096 (rollout/worker.py:510-520)
+    assert res.rollout.rollout_max_batch_size_per_instance == 1024
+    assert res.memory.assumptions
+
+
+def test_detail_summary_is_short(models):
+    res = call(models, nodes=1, model="qwen3-8b", cpus_per_node=128, memory_gib_per_node=512, detail="summary")
+    assert res.config_snippet == "" and res.diagram == ""
+    assert res.cluster_fit.rows == [] and res.cluster_fit.rows_omitted > 0
+
+
+def test_diagram_caps_nodes(models):
+    res = call(models, nodes=40, model="qwen3-8b")
+    assert "more node(s) with the same layout" in res.diagram
+    assert len(res.diagram.splitlines()) < 60
+
+
+@pytest.mark.parametrize(
+    ("kw", "code"),
+    [
+        (dict(nodes=1), "model_missing"),
+        (dict(nodes=1, model_path="/etc"), "path_outside_roots"),
+        (dict(nodes=1, model_path="nope"), "path_not_found"),
+        (dict(nodes=1, params_b=8, cpus_per_node=64), "cluster_incomplete"),
+    ],
+)
+def test_input_errors(kw, code, models):
+    with pytest.raises(ToolInputError) as e:
+        run(Params(**kw), RunContext(paths=PathPolicy.from_strings([models])))
+    assert e.value.code == code
+
+
+def test_bad_config_json(models):
+    bad = models / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_bytes(b"\xff\xfe{not json")
+    with pytest.raises(ToolInputError) as e:
+        call(models, nodes=1, model_path=str(bad))
+    assert e.value.code == "config_json_invalid"
+    (bad / "config.json").write_text(json.dumps({"model_type": "x"}))
+    with pytest.raises(ToolInputError) as e:
+        call(models, nodes=1, model_path=str(bad))
+    assert e.value.code == "model_size_unknown"
+    res = call(models, nodes=1, model_path=str(bad), params_b=7)
+    assert res.model.source == "params_b" and res.model.params_total_b == 7
+
+
+def test_known_imports_exist_in_xtuner():
+    """Every (module, name) a snippet may import exists at b934f46 (skipped without the mirror)."""
+    if not (MIRROR / "HEAD").exists():
+        pytest.skip("XTuner mirror not present")
+
+    def show(path: str) -> str | None:
+        r = subprocess.run(
+            ["git", "-C", str(MIRROR), "show", f"{COMMIT}:{path}"], capture_output=True, text=True, timeout=30
+        )
+        return r.stdout if r.returncode == 0 else None
+
+    for module, name in sorted(KNOWN_IMPORTS):
+        if not module.startswith("xtuner"):
+            continue
+        base = module.replace(".", "/")
+        text = show(f"{base}.py") or show(f"{base}/__init__.py")
+        assert text is not None, f"{module} does not exist at {COMMIT}"
+        defined = f"class {name}(" in text or f"def {name}(" in text
+        exported = any(
+            isinstance(n, ast.ImportFrom) and any((a.asname or a.name) == name for a in n.names)
+            for n in ast.walk(ast.parse(text))
+        )
+        assert defined or exported, f"{module} has no {name} at {COMMIT}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Through the real MCP client
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_mcp_call_with_model_dir(mcp_client, tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps(QWEN3_30B_A3B))
+    r = await mcp_client.call_tool(
+        "choose_topology",
+        {"nodes": 2, "model_path": str(tmp_path / "m"), "priority": "throughput", "long_tail_responses": True},
+    )
+    assert not r.is_error, r.content
+    out = r.structured_content
+    assert out["topology"] == "disaggregated"
+    assert out["model"]["is_moe"] is True
+    assert out["trainer_config_class"] == "RLDisaggregatedTrainerConfig"
+    ast.parse(out["config_snippet"])
+    assert json.loads(r.content[0].text)["summary"] == out["summary"]
+
+
+@pytest.mark.anyio
+async def test_mcp_errors_are_structured(mcp_client):
+    r = await mcp_client.call_tool("choose_topology", {"nodes": 1, "model_path": "/etc"})
+    assert r.is_error and "path_outside_roots" in r.content[0].text and "Traceback" not in r.content[0].text
+    r = await mcp_client.call_tool("choose_topology", {"nodes": 1, "params_b": 8, "bogus": True})
+    assert r.is_error
+    r = await mcp_client.call_tool("choose_topology", {"nodes": 0, "params_b": 8})
+    assert r.is_error
+
+
+@pytest.mark.anyio
+async def test_mcp_tool_is_listed(mcp_client):
+    tools = {t.name: t for t in (await mcp_client.list_tools()).tools}
+    t = tools["choose_topology"]
+    assert "Use when:" in t.description and "Not for:" in t.description
+    assert t.annotations.read_only_hint is True
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Live cluster
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.ray
+def test_use_cluster_reads_a_real_ray_cluster(ray_cluster, models):
+    res = run(
+        Params(nodes=1, model_path=str(models / "qwen3-8b"), use_cluster=True, ray_address=ray_cluster.gcs_address),
+        RunContext(paths=PathPolicy.from_strings([models]), environ=ray_cluster.env),
+    )
+    assert res.cluster_fit.source == "ray_probe"
+    gpus = int(ray_cluster.total("GPU"))
+    assert res.resources.accelerators_in_cluster == gpus
+    per_node_cpus = min(n.num_cpus for n in ray_cluster.nodes)
+    per_node_gpus = max(n.num_gpus for n in ray_cluster.nodes)
+    g = res.resources.groups[0]
+    assert g.num_workers == gpus
+    # Expected per-worker CPUs from the cluster spec: XTuner's +10 on the total, bundles per node, 1 CPU left for pools.
+    expect = min(12, (ray_cluster.total("CPU") - 10) // gpus, (per_node_cpus - 1) // per_node_gpus)
+    assert g.num_cpus_per_worker == expect
+    assert res.cluster_fit.fits is True
+    assert rr.fits(res.cluster_fit.rows)

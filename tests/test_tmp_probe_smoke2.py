@@ -1,4 +1,0 @@
-import pytest
-@pytest.mark.ray
-def test_b(ray_cluster):
-    print(__name__, ray_cluster.gcs_address)
