@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -82,6 +83,9 @@ class FailureMode(BaseModel):
     anti_patterns: list[str] = Field(default_factory=list, description="A line matching one of these is not a hit")
     specificity: int = Field(default=3, ge=1, le=5, description="5: names the exact cause; 1: generic symptom")
     hang: bool = Field(default=False, description="A silent-hang signal (progress/pending lines, no exception)")
+    wrapper: bool = Field(
+        default=False, description="A header around a more specific message (dropped when one matched next to it)"
+    )
     cause: str
     fix: list[str] = Field(min_length=1)
     confirm_with: list[ToolCall] = Field(default_factory=list)
@@ -175,6 +179,161 @@ class Catalog(BaseModel):
     @property
     def entries(self) -> list[FailureMode]:
         return list(self.failure_mode)
+
+    @cached_property
+    def prefilter(self) -> Prefilter:
+        return build_prefilter(self.failure_mode)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Literal prefilter: every pattern implies that a line contains one of a few short "anchor" strings, so a
+# large log is scanned with a handful of C-speed bytes.find passes and only lines holding an anchor are
+# decoded and run through the per-entry regexes.
+# --------------------------------------------------------------------------------------------------------
+
+try:  # Python 3.11+
+    import re._constants as _sc
+    import re._parser as _sp
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _sc  # type: ignore[no-redef]
+    import sre_parse as _sp  # type: ignore[no-redef]
+
+#: Markers of error-looking lines: exception names, log levels, Python traceback and pydantic structure. Every
+#: real failure line carries one (the exception type, or the logger's [ERROR]/[WARNING] level), so large logs
+#: are scanned for these few strings only (each one is a C-speed pass over the data: keep the list short).
+FAST_MARKERS: tuple[str, ...] = (
+    "rror",  # ValueError:, error, RayTaskError(...), Value error, (pydantic)
+    "ERROR",  # [ERROR], ERROR:
+    "WARN",  # [WARNING], WARN
+    "Warning",  # Ray autoscaler "Warning: ... cannot be scheduled", UserWarning:
+    "Traceback",  # the scanner then reads every line of the traceback, not only marked ones
+    "Killed",  # the shell's note when the OOM killer ends a process (no traceback is printed)
+)
+#: More markers searched in small inputs (exact mode), where extra passes cost little.
+EXTRA_MARKERS: tuple[str, ...] = (
+    "RROR",
+    "xception",
+    "ailed",
+    "AILED",
+    "arning",
+    "FATAL",
+    "Fatal",
+    "CRITICAL",
+    "killed",
+    "ssert",
+    "imeout",
+    "imed out",
+    "Errno",
+    "[type=",
+    "nfeasible",
+    "aiting for",
+    "pending",
+    "Segmentation fault",
+    "[AsyncioDiag",
+    'File "',  # traceback frames (and, through them, the source line printed below each frame)
+    "XTUNER_USE_",  # the backend flag in launch commands: fills the backend of suggested tool calls
+)
+ERROR_MARKERS: tuple[str, ...] = FAST_MARKERS + EXTRA_MARKERS
+
+
+_MIN_LITERAL = 4
+
+
+def required_literals(pattern: str) -> list[str] | None:
+    """Literal strings of which at least one occurs in every match of ``pattern`` (None if none is known)."""
+    try:
+        parsed = _sp.parse(pattern)
+    except re.error:
+        return None
+    return _required(list(parsed))
+
+
+def _strength(alts: list[str]) -> int:
+    return min(len(a) for a in alts)
+
+
+def _required(items: list[Any]) -> list[str] | None:
+    runs: list[str] = []
+    cur: list[str] = []
+    best_alts: list[str] | None = None
+
+    def flush() -> None:
+        if cur:
+            runs.append("".join(cur))
+            cur.clear()
+
+    def offer(alts: list[str] | None) -> None:
+        nonlocal best_alts
+        if alts and (best_alts is None or _strength(alts) > _strength(best_alts)):
+            best_alts = alts
+
+    for op, av in items:
+        if op is _sc.LITERAL:
+            cur.append(chr(av))
+        elif op is _sc.SUBPATTERN:
+            inner = list(av[-1])
+            if inner and all(o is _sc.LITERAL for o, _ in inner):
+                cur.extend(chr(a) for _, a in inner)
+            else:
+                flush()
+                offer(_required(inner))
+        elif op is _sc.BRANCH:
+            flush()
+            branches = [_required(list(b)) for b in av[1]]
+            if all(branches):
+                offer([x for b in branches for x in b])  # type: ignore[union-attr]
+        elif op in (_sc.MAX_REPEAT, _sc.MIN_REPEAT) and av[0] >= 1:
+            flush()
+            offer(_required(list(av[2])))
+        elif op is _sc.AT:
+            continue
+        else:
+            flush()
+    flush()
+    options: list[list[str]] = []
+    if runs:
+        options.append([max(runs, key=len)])
+    if best_alts:
+        options.append(best_alts)
+    return max(options, key=_strength) if options else None
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    """Anchor strings for the scan and the entries each anchor can lead to.
+
+    ``full`` holds every pattern's required literals plus the markers (exact: no line that any pattern can
+    match is skipped); ``fast`` holds the markers only (used for large logs, where a scan per literal would
+    be too slow). ``entries_for`` maps an anchor to the indices of the entries whose patterns need it.
+    """
+
+    full: tuple[bytes, ...]
+    fast: tuple[bytes, ...]
+    entries_for: dict[str, tuple[int, ...]]
+
+
+def build_prefilter(entries: list[FailureMode]) -> Prefilter:
+    """Collect the required literal of every pattern; refuse patterns without one (they would scan slowly)."""
+    needs: dict[str, set[int]] = {}
+    for idx, fm in enumerate(entries):
+        for pat in fm.patterns:
+            alts = required_literals(pat)
+            if not alts or _strength(alts) < _MIN_LITERAL:
+                raise ValueError(f"{fm.id}: pattern {pat!r} needs a literal of at least {_MIN_LITERAL} characters")
+            for lit in alts:
+                needs.setdefault(lit, set()).add(idx)
+    literals = sorted(needs)
+    # a literal that contains a marker or a shorter literal adds nothing to the scan
+    kept = [
+        lit
+        for lit in literals
+        if not any(m in lit for m in ERROR_MARKERS) and not any(o != lit and o in lit for o in literals)
+    ]
+    return Prefilter(
+        full=tuple(x.encode() for x in (*ERROR_MARKERS, *kept)),
+        fast=tuple(m.encode() for m in FAST_MARKERS),
+        entries_for={lit: tuple(sorted(v)) for lit, v in needs.items()},
+    )
 
 
 def parse_catalog(text: str) -> Catalog:

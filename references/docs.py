@@ -8,11 +8,14 @@ while the server runs.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Any
+
+log = logging.getLogger("xtuner_rl_mcp")
 
 REFERENCE_SCHEME = "xtuner-rl://references/"
 FAILURE_MODE_SCHEME = "xtuner-rl://failure-modes/"
@@ -173,11 +176,10 @@ def find_section(doc: str, anchor: str) -> Section | None:
 def _load_catalog_entries() -> list[Any]:
     try:
         from . import catalog  # type: ignore[attr-defined]
-    except ImportError:
-        return []
-    try:
+
         loaded = catalog.load_catalog()
-    except FileNotFoundError:
+    except Exception:  # a missing or broken catalog must not take the references down with it
+        log.warning("failure-mode catalog unavailable; references served without it", exc_info=True)
         return []
     entries = getattr(loaded, "entries", loaded)  # a Catalog model, or a plain list of entries
     return list(entries)

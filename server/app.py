@@ -11,6 +11,7 @@ import inspect
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -19,6 +20,7 @@ import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
@@ -77,7 +79,18 @@ def _signature_for(spec: ToolSpec) -> tuple[inspect.Signature, dict[str, Any]]:
 
 
 def _make_handler(spec: ToolSpec, paths: PathPolicy) -> Any:
+    known = set(spec.params.model_fields)
+
     async def handler(ctx: Context, **kwargs: Any) -> Any:
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise ToolError(
+                error_payload(
+                    "invalid_arguments",
+                    f"unknown argument(s): {', '.join(unknown)[:500]}",
+                    f"Use only: {', '.join(sorted(known))}.",
+                )
+            )
         try:
             params = spec.params.model_validate(kwargs)
         except ValidationError as exc:
@@ -152,41 +165,108 @@ def register_tool(server: MCPServer, spec: ToolSpec, paths: PathPolicy) -> None:
         ),
         structured_output=True,
     )
-    _forbid_unknown_arguments(server, spec.name)
+    _validate_in_handler(server, spec.name)
 
 
-def _forbid_unknown_arguments(server: MCPServer, name: str) -> None:
-    """Unknown arguments are an error, not silently dropped (a typo must not pass as a default)."""
+class _PassThroughArguments(ArgModelBase):
+    """Accepts any arguments; the handler validates them against the tool's own model (extra="forbid")."""
+
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+def _validate_in_handler(server: MCPServer, name: str) -> None:
+    """Argument errors (wrong type, missing, unknown) come back as the structured ``invalid_arguments`` error.
+
+    The published input schema stays the one generated from the parameter model (with
+    ``additionalProperties: false``); only the SDK's own pre-validation is replaced, because it answers in
+    plain pydantic text and ignores unknown arguments.
+    """
     tool = server._tool_manager.get_tool(name)  # the SDK has no public hook for this
     if tool is None:  # pragma: no cover
         return
-    base = tool.fn_metadata.arg_model
-
-    class StrictArguments(base):  # type: ignore[valid-type, misc]
-        model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    StrictArguments.__name__ = base.__name__
-    tool.fn_metadata.arg_model = StrictArguments
+    tool.fn_metadata.arg_model = _PassThroughArguments
     tool.parameters["additionalProperties"] = False
+
+
+class XTunerRLServer(MCPServer):
+    """MCPServer whose tools, resources and prompts are registered on first use, not at start.
+
+    The first response (``initialize`` / ``server/discover``) then costs no more than a bare MCPServer; the first
+    list or call pays the registration once. Everything else is the SDK's own behaviour.
+    """
+
+    def __init__(self, paths: PathPolicy, specs: Sequence[ToolSpec] | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._pending: tuple[PathPolicy, Sequence[ToolSpec] | None] | None = (paths, specs)
+        self._load_lock = threading.Lock()
+
+    def ensure_loaded(self) -> None:
+        if self._pending is None:
+            return
+        with self._load_lock:
+            if self._pending is None:
+                return
+            paths, specs = self._pending
+            for spec in specs if specs is not None else registry.load_specs():
+                register_tool(self, spec, paths)
+            from . import resources
+
+            resources.register(self)
+            self._pending = None
+
+    async def list_tools(self) -> Any:
+        self.ensure_loaded()
+        return await super().list_tools()
+
+    async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
+        self.ensure_loaded()
+        return await super().call_tool(*args, **kwargs)
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        self.ensure_loaded()
+        return super()._tool_input_schema(name)
+
+    async def list_resources(self) -> Any:
+        self.ensure_loaded()
+        return await super().list_resources()
+
+    async def list_resource_templates(self) -> Any:
+        self.ensure_loaded()
+        return await super().list_resource_templates()
+
+    async def read_resource(self, *args: Any, **kwargs: Any) -> Any:
+        self.ensure_loaded()
+        return await super().read_resource(*args, **kwargs)
+
+    async def list_prompts(self) -> Any:
+        self.ensure_loaded()
+        return await super().list_prompts()
+
+    async def get_prompt(self, *args: Any, **kwargs: Any) -> Any:
+        self.ensure_loaded()
+        return await super().get_prompt(*args, **kwargs)
 
 
 def build_server(
     paths: PathPolicy | None = None,
     specs: Sequence[ToolSpec] | None = None,
-) -> MCPServer:
-    """The server with every tool, resource and prompt registered."""
-    paths = paths or PathPolicy.from_strings([os.getcwd()])
-    server: MCPServer = MCPServer(
-        SERVER_NAME,
+    *,
+    lazy: bool = False,
+) -> XTunerRLServer:
+    """The server with every tool, resource and prompt; ``lazy`` defers registration to first use (``serve``)."""
+    server = XTunerRLServer(
+        paths or PathPolicy.from_strings([os.getcwd()]),
+        specs,
+        name=SERVER_NAME,
         title="XTuner RL planner and troubleshooter",
         version=__version__,
         instructions=INSTRUCTIONS,
         website_url="https://github.com/InternLM/xtuner",
         log_level="WARNING",
     )
-    for spec in specs if specs is not None else registry.load_specs():
-        register_tool(server, spec, paths)
-    from . import resources
-
-    resources.register(server)
+    if not lazy:
+        server.ensure_loaded()
     return server

@@ -172,7 +172,7 @@ async def _list(roots: list[str] | None) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from .app import build_server
 
-    server = build_server(resolve_roots(args.allow_root))
+    server = build_server(resolve_roots(args.allow_root), lazy=True)
     if args.transport == "stdio":
         server.run("stdio")
         return EXIT_OK

@@ -14,6 +14,8 @@ TOOL_MODULES: tuple[str, ...] = (
     "inspect_config",
     "probe_environment",
     "check_reward_data",
+    "preflight",
+    "diagnose_symptom",
 )
 
 

@@ -99,11 +99,6 @@ def skill() -> str:
     return text
 
 
-def _first_line(name: str) -> str:
-    secs = docs.sections(name)
-    return secs[0].heading if secs else name
-
-
 def _bound(read: Callable[[str], str], name: str) -> Callable[[], str]:
     """A no-argument reader for one static resource (the SDK rejects handler parameters without URI variables)."""
 
@@ -119,7 +114,7 @@ def _register_resources(server: MCPServer) -> None:
         server.resource(
             f"{docs.REFERENCE_SCHEME}{name}",
             name=f"reference-{name}",
-            title=_first_line(name),
+            title=f"XTuner RL reference: {name}",
             description=f"XTuner V1 RL reference '{name}' (markdown, true to InternLM/xtuner@b934f46)",
             mime_type=MARKDOWN,
         )(_bound(reference, name))

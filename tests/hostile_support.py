@@ -140,6 +140,8 @@ def free_port() -> int:
 
 #: Argument names that take a filesystem path (``path``, ``data_path``, ``log_file``, ``model_dir``, ``paths`` ...).
 _PATH_NAME = re.compile(r"(path|paths|(^|_)(file|files|dir|dirs|directory))$")
+#: Descriptions of arguments that take a path ("Path of the RL config", "Training JSONL (file, dir or glob)").
+_PATH_DESC = re.compile(r"\b(path|file|directory|jsonl)\b", re.IGNORECASE)
 
 
 def _types(schema: dict[str, Any]) -> set[str]:
@@ -158,39 +160,76 @@ def _types(schema: dict[str, Any]) -> set[str]:
 
 
 def path_arguments(tool_schema: dict[str, Any]) -> list[tuple[str, bool]]:
-    """(argument name, is_list) for every argument that takes a filesystem path, judged from its name."""
+    """(argument name, is_list) for every argument that may take a filesystem path, judged from name and description.
+
+    Generous on purpose: :func:`reads_path` then tells the arguments a tool opens from those it only mentions.
+    """
     props: dict[str, Any] = tool_schema.get("properties", {})
     out: list[tuple[str, bool]] = []
     for name, prop in props.items():
         types = _types(prop)
         takes_str = "string" in types
         takes_str_list = "array<string>" in types
-        if (takes_str or takes_str_list) and _PATH_NAME.search(name):
+        desc = str(prop.get("description", ""))
+        if (takes_str or takes_str_list) and (_PATH_NAME.search(name) or _PATH_DESC.search(desc)):
             out.append((name, takes_str_list and not takes_str))
     return out
 
 
-async def reads_path(client: Any, tool: str, schema: dict[str, Any], arg: str, is_list: bool, root: Path) -> bool:
-    """Whether ``tool`` reads the file named by ``arg``: a missing file inside the root must be reported as such.
+_NOT_FOUND = re.compile(r"path_not_found|does not exist|not found", re.IGNORECASE)
 
-    Some path arguments are only echoed into a plan (a model path on the training nodes, say) and never opened;
-    the policy does not apply to those. A tool that opens the path runs the policy and answers ``path_not_found``.
+
+async def reads_path(
+    client: Any, tool: str, schema: dict[str, Any], arg: str, is_list: bool, root: Path, *, enable_checks: bool = False
+) -> bool:
+    """Whether ``tool`` opens the path given as ``arg`` (rather than only echoing it into a plan).
+
+    Differential: the same call once with a missing file and once with an existing file inside the root. A tool
+    that runs the path policy on the argument reports the missing one (``path_not_found``), so the first answer
+    says "not found" more often; other arguments' complaints are the same in both and cancel out.
     """
-    missing = str(root / "hostile-suite-missing-file.jsonl")
-    result = await client.call_tool(tool, minimal_arguments(schema, arg, [missing] if is_list else missing))
-    return "path_not_found" in result_text(result)
+    existing = root / "hostile-suite-existing.jsonl"
+    if not existing.exists():
+        existing.write_text(
+            '{"prompt": [{"role": "user", "content": "1+1?"}], "reward_model": {"ground_truth": "2"}}\n'
+        )
+    counts = []
+    for target in (root / "hostile-suite-missing.jsonl", existing):
+        value = [str(target)] if is_list else str(target)
+        result = await client.call_tool(tool, minimal_arguments(schema, arg, value, enable_checks=enable_checks))
+        counts.append(len(_NOT_FOUND.findall(result_text(result))))
+    return counts[0] > counts[1]
+
+
+#: Boolean arguments that switch extra checks on (``check_paths``, ``run_probes``): on, so more paths get opened.
+_ENABLE_CHECKS = re.compile(r"^(check|run|verify)_")
 
 
 def minimal_arguments(
-    tool_schema: dict[str, Any], path_arg: str | None = None, path_value: Any = None
+    tool_schema: dict[str, Any], path_arg: str | None = None, path_value: Any = None, *, enable_checks: bool = False
 ) -> dict[str, Any]:
-    """The required arguments with simple valid-looking values, with ``path_arg`` set to ``path_value``."""
+    """The required arguments with simple valid-looking values, with ``path_arg`` set to ``path_value``.
+
+    ``enable_checks`` also turns on every boolean that enables extra checks, so that path arguments a tool opens
+    only on request (``build_rl_command(check_paths=True)``) are exercised too.
+    """
     props: dict[str, Any] = tool_schema.get("properties", {})
     args: dict[str, Any] = {}
     for name in tool_schema.get("required", []):
         args[name] = _example_value(props.get(name, {}))
+    if enable_checks:
+        for name, prop in props.items():
+            if _ENABLE_CHECKS.match(name) and "boolean" in _types(prop):
+                args[name] = True
     if path_arg is not None:
         args[path_arg] = path_value
+    return args
+
+
+def with_full_detail(schema: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` plus ``detail="full"`` where the tool has that level: a refused path may show only there."""
+    if "full" in str(schema.get("properties", {}).get("detail", {})):
+        return {**args, "detail": "full"}
     return args
 
 
@@ -241,18 +280,19 @@ def structured_error(result: Any) -> dict[str, Any] | None:
     return err if isinstance(err, dict) and isinstance(err.get("code"), str) else None
 
 
-def assert_well_formed(tool: str, args: Any, result: Any) -> None:
-    """A structured result, or a structured error that is not a crash; no traceback text either way."""
+def assert_well_formed(tool: str, args: Any, result: Any, echoed: bytes = b"") -> None:
+    """A structured result, or a structured error that is not a crash; no traceback text either way.
+
+    ``echoed``: the input's own bytes; traceback-like text that is in the input may be quoted back (a log excerpt).
+    """
     text = result_text(result)
     for marker in TRACEBACK_MARKERS:
+        if marker.encode() in echoed:
+            continue
         assert marker not in text, f"{tool}({_short(args)}) leaked traceback text: {text[:500]}"
     if result.is_error:
         err = structured_error(result)
-        if err is None:
-            # the SDK validates the arguments before our handler runs and answers in plain text (see
-            # test_hostile_fuzz.test_sdk_argument_errors_are_structured); tolerated here so crashes stay visible
-            assert is_sdk_validation_text(text), f"{tool}({_short(args)}) unstructured error: {text[:500]}"
-            return
+        assert err is not None, f"{tool}({_short(args)}) unstructured error: {text[:500]}"
         assert err["code"] != "internal_error", f"{tool} crashed on {_short(args)}: {err}"
         assert err.get("message"), f"{tool}({_short(args)}) error without message: {err}"
     else:
@@ -260,9 +300,24 @@ def assert_well_formed(tool: str, args: Any, result: Any) -> None:
         assert isinstance(sc, dict) and isinstance(sc.get("summary"), str), f"{tool}: unstructured result {text[:300]}"
 
 
-def is_sdk_validation_text(text: str) -> bool:
-    """The plain-text answer of the SDK's own argument validation (not our structured ``invalid_arguments``)."""
-    return text.startswith("Error executing tool ") and "validation error" in text
+#: How a tool may say it refused a path in its own words instead of the policy's code.
+REFUSAL_PHRASES: dict[str, re.Pattern[str]] = {
+    "path_outside_roots": re.compile(r"outside (of )?(the )?(server's )?allowed roots", re.IGNORECASE),
+    "path_invalid": re.compile(r"NUL byte|longer than \d+ characters|cannot be resolved", re.IGNORECASE),
+    "path_not_found": re.compile(r"does not exist|not found", re.IGNORECASE),
+    "path_special_file": re.compile(r"not a regular file|FIFO", re.IGNORECASE),
+}
+
+
+def refused_with(result: Any, codes: set[str]) -> bool:
+    """Whether the answer refuses the path with one of ``codes``: as the error code, or named in a result."""
+    if result.is_error:
+        err = structured_error(result)
+        if err is not None and err["code"] in codes:
+            return True
+        return False
+    body = json.dumps(result.structured_content, ensure_ascii=False)
+    return any(c in body or (c in REFUSAL_PHRASES and REFUSAL_PHRASES[c].search(body)) for c in codes)
 
 
 def _short(obj: Any, limit: int = 300) -> str:

@@ -12,8 +12,8 @@ Helpers:
 
 * :func:`start_ray_cluster` -- context manager for a custom cluster (function scope; slower).
 * :func:`hold_placement_group` -- a driver subprocess holding a placement group until the block exits.
-* :func:`snapshot` -- the set of Ray processes and of files under the cluster's temp dir, to prove a probe left
-  nothing behind.
+* :func:`snapshot` -- the cluster's processes, the files under its temp dir and its job ids (drivers included), to
+  prove a probe left nothing behind (compare two snapshots with ``==``).
 * :func:`free_port`, :func:`dead_address`.
 
 The fixtures are registered once, in ``tests/conftest.py``; just name ``ray_cluster`` as a test argument. Import
@@ -393,12 +393,22 @@ def temp_files(cluster: RayCluster) -> set[str]:
     return out
 
 
+def cluster_jobs(cluster: RayCluster) -> frozenset[str]:
+    """Ids of every job the cluster knows (drivers included), via the dashboard; empty without a dashboard."""
+    if not cluster.dashboard_url:
+        return frozenset()
+    with urllib.request.urlopen(cluster.dashboard_url + "/api/jobs/", timeout=10) as resp:
+        jobs = json.load(resp)
+    return frozenset(str(j.get("job_id") or j.get("submission_id")) for j in jobs)
+
+
 @dataclass(frozen=True)
 class Snapshot:
     processes: frozenset[tuple[int, str]]
     files: frozenset[str]
+    jobs: frozenset[str]
 
 
 def snapshot(cluster: RayCluster) -> Snapshot:
-    """The cluster's processes and temp-dir entries, to diff before/after a probe."""
-    return Snapshot(frozenset(cluster_processes(cluster)), frozenset(temp_files(cluster)))
+    """The cluster's processes, temp-dir entries and jobs, to diff before/after a probe."""
+    return Snapshot(frozenset(cluster_processes(cluster)), frozenset(temp_files(cluster)), cluster_jobs(cluster))

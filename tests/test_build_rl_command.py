@@ -257,13 +257,13 @@ def test_check_paths(root: Path, tmp_path_factory) -> None:
     )
     by_loc = {f.location: (f.id, f.severity) for f in r.findings}
     assert by_loc == {
-        "model_path": ("cmd.path_missing", "warning"),
-        "eval_data_path": ("cmd.path_not_checked", "info"),
+        "/model_path": ("cmd.path_missing", "warning"),
+        "/eval_data_path": ("cmd.path_not_checked", "info"),
     }
     assert all(f.category in CATEGORIES for f in r.findings)
     assert "another machine" in r.findings[0].fix
     wrong = _plan(root, check_paths=True, model_path=str(root / "train.jsonl"))
-    assert {f.location: f.id for f in wrong.findings} == {"model_path": "cmd.path_wrong_kind"}
+    assert {f.location: f.id for f in wrong.findings} == {"/model_path": "cmd.path_wrong_kind"}
     assert _plan(root, check_paths=True).findings == []
 
 
@@ -297,7 +297,7 @@ def test_multi_node(root: Path) -> None:
 
 def test_tilde_and_dollar_paths_warn(root: Path) -> None:
     r = _plan(root, model_path="~/models/x", data_path="$DATA/train.jsonl")
-    assert sorted(f.location for f in r.findings if f.id == "cmd.path_not_expanded") == ["data_path", "model_path"]
+    assert sorted(f.location for f in r.findings if f.id == "cmd.path_not_expanded") == ["/data_path", "/model_path"]
     assert r.env["MODEL_PATH"] == "~/models/x"
 
 

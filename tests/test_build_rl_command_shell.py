@@ -7,8 +7,8 @@ environment (NUL-separated). The tests assert the recorded argv/env equal the in
 stub call happened, and that the empty working directory stays empty (every payload tries to create a file there).
 Stubs stand in for XTuner and Ray only because a GPU training run cannot run here.
 
-Case counts: BUILD_RL_COMMAND_FUZZ_EXAMPLES (command batches, default 300 batches of 1-10 plans, about 1,300 plans) and
-BUILD_RL_COMMAND_SCRIPT_FUZZ_EXAMPLES (full scripts, default 120); the fuzz suite raises both.
+Case counts: XTUNER_RL_CMD_FUZZ_EXAMPLES (command batches, default 300 batches of 1-10 plans, about 1,150 plans) and
+XTUNER_RL_CMD_SCRIPT_FUZZ_EXAMPLES (full scripts, default 120); the fuzz suite raises both.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from xtuner_rl_mcp.tools.build_rl_command import Params, run
 from xtuner_rl_mcp.tools.common import PathPolicy, RunContext, ToolInputError
 
-COMMAND_EXAMPLES = int(os.environ.get("BUILD_RL_COMMAND_FUZZ_EXAMPLES", "300"))
-SCRIPT_EXAMPLES = int(os.environ.get("BUILD_RL_COMMAND_SCRIPT_FUZZ_EXAMPLES", "120"))
+COMMAND_EXAMPLES = int(os.environ.get("XTUNER_RL_CMD_FUZZ_EXAMPLES", "300"))
+SCRIPT_EXAMPLES = int(os.environ.get("XTUNER_RL_CMD_SCRIPT_FUZZ_EXAMPLES", "120"))
 FLAGS = {"sglang": "XTUNER_USE_SGLANG", "vllm": "XTUNER_USE_VLLM", "lmdeploy": "XTUNER_USE_LMDEPLOY"}
 #: Variables bash itself sets in every child; not part of what the plan decides.
 BASH_OWN = {"_", "SHLVL", "PWD", "OLDPWD"}
@@ -376,3 +376,29 @@ def test_wait_loop_accepts_more_gpus_and_reports(lab: Path) -> None:
 def test_wait_loop_is_bounded(lab: Path) -> None:
     result = _simple(lab, wait_timeout_s=600)
     assert "xtuner_rl_max_checks=300" in result.script and "sleep 2" in result.script
+
+
+# -- refusals --------------------------------------------------------------------------------------------
+
+CONTROL = st.characters(whitelist_categories=("Cc", "Cs")) | st.sampled_from(list(_BIDI))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    field=st.sampled_from(["config", "model_path", "data_path", "eval_data_path", "work_dir", "python", "extra_env"]),
+    before=TEXT,
+    bad=CONTROL,
+    after=TEXT,
+)
+def test_values_a_shell_line_cannot_hold_are_refused(field: str, before: str, bad: str, after: str) -> None:
+    """NUL, newline, CR, any other control character, lone surrogates and bidi overrides: a structured error."""
+    value = before + bad + after
+    args: dict = {"config": "cfg.py", "backend": "sglang"}
+    if field == "extra_env":
+        args["extra_env"] = {"SOME_VAR": value}
+    else:
+        args[field] = "/opt/" + value if field == "python" else value
+    with pytest.raises(ToolInputError) as exc:
+        run(Params(**args), RunContext(paths=PathPolicy.from_strings([tempfile.gettempdir()])))
+    assert exc.value.code == "unsafe_shell_value"
+    assert f"U+{ord(bad):04X}" in exc.value.message

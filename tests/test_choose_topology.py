@@ -307,7 +307,7 @@ S = {
     ),
     "forced disaggregated with on_policy": (
         dict(nodes=2, model="qwen3-8b", priority="on_policy", topology="disaggregated"),
-        dict(topology="disaggregated", has={"topo.on_policy_disaggregated_unsupported"}),
+        dict(topology="disaggregated", staleness=1, has={"topo.on_policy_disaggregated_unsupported"}),
     ),
     "disaggregated split given by rollout_gpus": (
         dict(nodes=2, model="qwen3-0.6b", topology="disaggregated", rollout_gpus=12),
@@ -556,6 +556,16 @@ def test_detail_summary_is_short(models):
     assert res.cluster_fit.rows == [] and res.cluster_fit.rows_omitted > 0
 
 
+def test_detail_levels(models):
+    kw = dict(nodes=1, model="qwen3-8b", cpus_per_node=128, memory_gib_per_node=512)
+    full = call(models, detail="full", **kw)
+    normal = call(models, **kw)
+    assert full.cluster_fit.rows and all(r.ok for r in full.cluster_fit.rows)
+    assert normal.cluster_fit.rows == [] and normal.cluster_fit.rows_omitted == len(full.cluster_fit.rows)
+    assert len(full.rollout.rules) == len(normal.rollout.rules) + normal.rollout.rules_omitted
+    assert normal.config_snippet == full.config_snippet and normal.diagram
+
+
 def test_diagram_caps_nodes(models):
     res = call(models, nodes=40, model="qwen3-8b")
     assert "more node(s) with the same layout" in res.diagram
@@ -566,6 +576,7 @@ def test_diagram_caps_nodes(models):
     ("kw", "code"),
     [
         (dict(nodes=1), "model_missing"),
+        (dict(params_b=8), "nodes_missing"),
         (dict(nodes=1, model_path="/etc"), "path_outside_roots"),
         (dict(nodes=1, model_path="nope"), "path_not_found"),
         (dict(nodes=1, params_b=8, cpus_per_node=64), "cluster_incomplete"),
@@ -665,7 +676,9 @@ async def test_mcp_tool_is_listed(mcp_client):
 @pytest.mark.ray
 def test_use_cluster_reads_a_real_ray_cluster(ray_cluster, models):
     res = run(
-        Params(nodes=1, model_path=str(models / "qwen3-8b"), use_cluster=True, ray_address=ray_cluster.gcs_address),
+        Params(
+            model_path=str(models / "qwen3-8b"), use_cluster=True, ray_address=ray_cluster.gcs_address, detail="full"
+        ),
         RunContext(paths=PathPolicy.from_strings([models]), environ=ray_cluster.env),
     )
     assert res.cluster_fit.source == "ray_probe"
@@ -679,4 +692,131 @@ def test_use_cluster_reads_a_real_ray_cluster(ray_cluster, models):
     expect = min(12, (ray_cluster.total("CPU") - 10) // gpus, (per_node_cpus - 1) // per_node_gpus)
     assert g.num_cpus_per_worker == expect
     assert res.cluster_fit.fits is True
-    assert rr.fits(res.cluster_fit.rows)
+    assert res.cluster_fit.rows and rr.fits(res.cluster_fit.rows)
+
+
+def test_disaggregated_needs_two_accelerators(models):
+    with pytest.raises(ToolInputError) as e:
+        call(models, nodes=1, gpus_per_node=1, params_b=1, topology="disaggregated")
+    assert e.value.code == "disaggregated_needs_two_accelerators"
+
+
+def test_random_inputs_never_crash():
+    """Seeded sweep over the parameter space: a structured answer whose snippet parses, or a ToolInputError."""
+    import random
+
+    rnd = random.Random(7)
+    answered = 0
+    for _ in range(300):
+        kw = dict(
+            nodes=rnd.choice([1, 2, 3, 7, 64]),
+            params_b=rnd.choice([0.5, 8, 32, 70, 671]),
+            priority=rnd.choice(["simplicity", "throughput", "on_policy"]),
+            backend=rnd.choice(["lmdeploy", "sglang", "vllm"]),
+            topology=rnd.choice([None, "colocated_sync", "colocated_async", "disaggregated"]),
+            long_tail_responses=rnd.random() < 0.5,
+            gpus_per_node=rnd.choice([1, 2, 3, 6, 7, 8, 16]),
+            accelerator=rnd.choice(["GPU", "NPU"]),
+            sync_weights_interval=rnd.choice([1, 2, 3]),
+            sp_size=rnd.choice([1, 2, 3]),
+        )
+        if rnd.random() < 0.5:
+            kw.update(cpus_per_node=rnd.choice([1, 64, 128]), memory_gib_per_node=rnd.choice([1, 64, 512]))
+        if rnd.random() < 0.3:
+            kw["tensor_parallel_size"] = rnd.choice([1, 2, 3, 8])
+        if rnd.random() < 0.3:
+            kw["rollout_gpus"] = rnd.choice([1, 5, 100])
+        try:
+            res = run(Params(**kw), RunContext())
+        except ToolInputError:
+            continue
+        answered += 1
+        ast.parse(res.config_snippet)
+        assert res.summary and res.diagram.startswith("flowchart")
+        for f in res.findings:
+            assert f.category in CATEGORIES
+    assert answered > 200
+
+
+def test_interval_message_matches_xtuner(models):
+    res = call(models, nodes=1, params_b=1, sync_weights_interval=4, evaluate_step=10, hf_interval=6)
+    msgs = {f.location: f.evidence for f in res.findings if f.id == "topo.interval_rounded"}
+    # rl_trainer.py:312-324 wording
+    assert msgs["evaluate_step"].endswith(
+        "evaluate_step=10 must be a multiple of sync_weights_interval=4, because evaluation only runs on weight-sync "
+        "steps."
+    )
+    assert msgs["hf_interval"].endswith(
+        "hf_interval=6 must be a multiple of sync_weights_interval=4, because checkpoint/HF saves only run on "
+        "weight-sync steps."
+    )
+    assert (res.training.evaluate_step, res.training.hf_interval) == (12, 8)
+
+
+def test_forced_async_with_on_policy_keeps_zero_staleness(models):
+    res = call(models, nodes=1, params_b=1, priority="on_policy", topology="colocated_async")
+    knobs = res.produce_strategy.params
+    assert knobs["max_staleness"] == 0 and knobs["over_sample_threshold"] == 0
+    assert knobs["enable_partial_rollout"] is False
+    assert res.produce_strategy.effective_stale_threshold_steps == 1
+
+
+def test_snippet_keywords_are_fields_in_the_mirror(models):
+    """Independent of xtuner_classes: every keyword a snippet passes to an XTuner class is an annotated field of that
+    class or one of its bases in the XTuner source at b934f46 (skipped without the mirror)."""
+    if not (MIRROR / "HEAD").exists():
+        pytest.skip("XTuner mirror not present")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(MIRROR), *args], capture_output=True, text=True, timeout=60).stdout
+
+    cache: dict[str, set[str]] = {}
+
+    def fields(cls: str) -> set[str]:
+        if cls in cache:
+            return cache[cls]
+        cache[cls] = set()
+        hits = git("grep", "-n", f"^class {cls}(", COMMIT, "--", "xtuner/v1").splitlines()
+        assert hits, f"class {cls} not found at {COMMIT}"
+        path = hits[0].split(":")[1]
+        tree = ast.parse(git("show", f"{COMMIT}:{path}"))
+        node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+        out = {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id not in ("BaseModel", "Generic", "ABC"):
+                out |= fields(base.id)
+        cache[cls] = out
+        return out
+
+    scenarios = [
+        dict(nodes=1, model="qwen3-8b"),
+        dict(nodes=4, model="qwen3-8b", long_tail_responses=True),
+        dict(nodes=2, model="qwen3-30b-a3b", priority="throughput"),
+        dict(nodes=1, model="qwen3-0.6b", enable_evaluate=False, judger_cpu_workers=0),
+    ]
+    checked = set()
+    for kw in scenarios:
+        tree = ast.parse(call(models, **kw).config_snippet)
+        imports = snippet_imports(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                name = node.func.id
+                if not imports.get(name, "").startswith("xtuner") or name[0].islower():
+                    continue
+                allowed = fields(name)
+                for k in node.keywords:
+                    assert k.arg in allowed, f"{name}({k.arg}=...) is not a field at {COMMIT}"
+                checked.add(name)
+    assert {"RolloutConfig", "WorkerConfig", "FSDPConfig", "AdamWConfig", "LRConfig", "DataloaderConfig"} <= checked
+
+
+def test_use_cluster_with_nothing_listening(models):
+    from .ray_cluster import dead_address
+
+    with pytest.raises(ToolInputError) as e:
+        run(
+            Params(params_b=8, use_cluster=True, ray_address=dead_address()),
+            RunContext(paths=PathPolicy.from_strings([models]), environ={}),
+        )
+    assert e.value.code == "cluster_unreachable"
+    assert "nothing accepts connections" in e.value.message

@@ -28,8 +28,8 @@ def test_list_prints_valid_schemas():
     for t in tools:
         Draft202012Validator.check_schema(t["inputSchema"])
         Draft202012Validator.check_schema(t["outputSchema"])
-        assert t["outputSchema"]["required"][0] == "summary" or "summary" in t["outputSchema"]["required"]
-        assert list(t["outputSchema"]["properties"])[0] == "summary"
+        assert "summary" in t["outputSchema"]["required"]
+        assert next(iter(t["outputSchema"]["properties"])) == "summary"
         a = t["annotations"]
         assert {"readOnlyHint", "idempotentHint", "destructiveHint", "openWorldHint"} <= set(a), t["name"]
         assert a["destructiveHint"] is False and a["readOnlyHint"] is True

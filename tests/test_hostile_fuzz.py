@@ -150,6 +150,23 @@ def _combine(parts: tuple[dict[str, Any], dict[str, Any], bool, str | None]) -> 
     return out
 
 
+def _echoable(value: Any) -> bytes:
+    """The first bytes of every readable file named in the arguments: a tool may quote those back."""
+    if isinstance(value, dict):
+        return b"".join(_echoable(v) for v in value.values())
+    if isinstance(value, list):
+        return b"".join(_echoable(v) for v in value)
+    if isinstance(value, str) and 0 < len(value) < 4096 and "\x00" not in value:
+        try:
+            p = Path(value)
+            if p.is_file():
+                with p.open("rb") as fh:
+                    return fh.read(1 << 20)
+        except (OSError, ValueError):
+            return b""
+    return b""
+
+
 @pytest.fixture(scope="module")
 def fuzz_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("fuzz")
@@ -206,7 +223,7 @@ def test_fuzz_tool_arguments(portal_client, fuzz_root: Path, tool: str) -> None:
     def check(args: dict[str, Any]) -> None:
         result = call_with_timeout(portal, client, tool, args)
         try:
-            assert_well_formed(tool, args, result)
+            assert_well_formed(tool, args, result, echoed=_echoable(args))
         except AssertionError as exc:
             raise AssertionError(f"{exc}\nreproduce: {reproducer(tool, args)}") from None
 
@@ -256,15 +273,9 @@ def test_generator_covers_schema_shapes() -> None:
     assert json.dumps(sorted(seen))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server/app.py: the SDK validates arguments against the tool's arg model before our handler runs, so a "
-    "wrong type or a missing required argument is answered as plain text ('Error executing tool X: 1 validation "
-    "error for StrictArguments ... https://errors.pydantic.dev/...') instead of the structured invalid_arguments "
-    "error. Flips to a pass when app.py turns those into error_payload('invalid_arguments', ...).",
-)
 @pytest.mark.parametrize("tool", _tool_names())
-def test_sdk_argument_errors_are_structured(portal_client, tool: str) -> None:
+def test_argument_errors_are_structured(portal_client, tool: str) -> None:
+    """Wrong types and unknown arguments come back as the structured invalid_arguments error (not SDK text)."""
     portal, client, schemas = portal_client
     if tool not in schemas:
         pytest.skip("no tools are registered yet")

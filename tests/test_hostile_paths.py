@@ -3,7 +3,7 @@
 Traversal, absolute paths outside the allowed roots, symlink escapes (to a file and through a directory), ``/proc``,
 devices, home-directory expansion and NUL bytes must all be refused with the policy's error code, and nothing of
 the refused file may appear in the answer. A tool may report the refusal as a structured error or as a finding in
-a structured result; either way the policy's code must be visible. Path arguments a tool never opens (it answers a
+a structured result; either way the policy's code (or its wording) must be visible. Path arguments a tool never opens (it answers a
 missing file without ``path_not_found``, e.g. a model path echoed into a launch plan) are only checked for leaks.
 """
 
@@ -19,10 +19,11 @@ from .conftest import make_server
 from .hostile_support import (
     minimal_arguments,
     path_arguments,
-    is_sdk_validation_text,
     reads_path,
+    refused_with,
     reproducer,
     structured_error,
+    with_full_detail,
 )
 
 pytestmark = pytest.mark.anyio
@@ -53,7 +54,8 @@ def hostile_paths(root: Path) -> dict[str, tuple[str, set[str]]]:
         "filesystem_root": ("/", {OUTSIDE}),
         "home_expansion": ("~/.bashrc", {OUTSIDE, "path_not_found"}),
         "nul_byte": ("ok\x00/../../etc/passwd", {"path_invalid", "invalid_arguments"}),
-        "overlong": ("a/" * 3000, {"path_invalid", "invalid_arguments"}),
+        # not an escape: a tool may refuse it or just not find it; only a crash or a leak would be wrong
+        "overlong": ("a/" * 3000, set()),
     }
 
 
@@ -68,17 +70,17 @@ async def test_every_path_argument_refuses_escapes(tmp_path: Path, monkeypatch) 
         targets = [(t.name, t.input_schema, a, lst) for t in tools for a, lst in path_arguments(t.input_schema)]
         if not targets:
             pytest.skip("no registered tool takes a path argument yet")
-        opened = {(t, a) for t, s, a, lst in targets if await reads_path(client, t, s, a, lst, root)}
+        opened = {
+            (t, a) for t, s, a, lst in targets if await reads_path(client, t, s, a, lst, root, enable_checks=True)
+        }
         for tool, schema, arg, is_list in targets:
             for name, (path, codes) in cases.items():
-                args = minimal_arguments(schema, arg, [path] if is_list else path)
+                value = [path] if is_list else path
+                args = with_full_detail(schema, minimal_arguments(schema, arg, value, enable_checks=True))
                 result = await client.call_tool(tool, args)
                 text = "".join(getattr(c, "text", "") for c in result.content)
                 body = text if result.is_error else json.dumps(result.structured_content)
-                err = structured_error(result) if result.is_error else None
-                refused = (err is not None and err["code"] in codes) or any(c in body for c in codes)
-                if "invalid_arguments" in codes and is_sdk_validation_text(text):
-                    refused = True  # the SDK's own length/type check answered before the tool ran
+                refused = refused_with(result, codes) if codes else not _crashed(result)
                 if (tool, arg) not in opened:
                     refused = True  # never opened (echoed into a plan): only a leak would be wrong
                 leaked = [m for m in LEAK_MARKERS if m in text or m in body]
@@ -90,6 +92,11 @@ async def test_every_path_argument_refuses_escapes(tmp_path: Path, monkeypatch) 
     assert not failures, f"{len(failures)} path-policy failures:\n" + "\n".join(failures[:30])
 
 
+def _crashed(result) -> bool:
+    err = structured_error(result) if result.is_error else None
+    return err is not None and err["code"] == "internal_error"
+
+
 def test_path_argument_detection() -> None:
     """The schema heuristic that decides which arguments are paths (guards the two tests above)."""
     schema = {
@@ -98,9 +105,18 @@ def test_path_argument_detection() -> None:
             "data_paths": {"type": "array", "items": {"type": "string"}},
             "log_file": {"anyOf": [{"type": "string"}, {"type": "null"}]},
             "model_dir": {"type": "string"},
-            "config": {"type": "string"},
-            "num_workers": {"type": "integer"},
+            "config": {"type": "string", "description": "Path of the RL Python config"},
+            "train_data": {"type": "string", "description": "Training JSONL (file, dir or glob)"},
+            "num_workers": {"type": "integer", "description": "a number, not a path"},
             "profile": {"type": "string"},
+            "query": {"type": "string", "description": "Question or keywords"},
         }
     }
-    assert path_arguments(schema) == [("path", False), ("data_paths", True), ("log_file", False), ("model_dir", False)]
+    assert path_arguments(schema) == [
+        ("path", False),
+        ("data_paths", True),
+        ("log_file", False),
+        ("model_dir", False),
+        ("config", False),
+        ("train_data", False),
+    ]

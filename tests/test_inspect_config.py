@@ -79,7 +79,7 @@ def test_reports_settings_tasks_resources_and_env(tmp_path):
     ]
     reads = {e.name: e for e in r.env_vars}
     assert reads["WORK_DIR"].required and reads["WORK_DIR"].supplied
-    assert not reads["LOSS_TYPE"].required and reads["LOSS_TYPE"].default == "'vanilla'"
+    assert not reads["LOSS_TYPE"].required and reads["LOSS_TYPE"].default == '"vanilla"'
     assert reads["WORLD_SIZE"].supplied
 
 
@@ -87,7 +87,7 @@ def test_without_env_required_values_are_unresolved_not_guessed(tmp_path):
     r = inspect(tmp_path, COLOCATED_ASYNC, env=None)
     s = {x.name: x for x in r.settings}
     assert s["trainer.work_dir"].origin == "unresolved" and s["trainer.work_dir"].value is None
-    assert "WORK_DIR" in s["trainer.work_dir"].reason and s["trainer.work_dir"].expression == "os.environ['WORK_DIR']"
+    assert "WORK_DIR" in s["trainer.work_dir"].reason and s["trainer.work_dir"].expression == 'os.environ["WORK_DIR"]'
     assert s["trainer.train_batch_size"].origin == "env_default" and s["trainer.train_batch_size"].value == 64
     assert "config.env_var_missing" not in ids(r)
 
@@ -214,8 +214,8 @@ def test_colocated_with_disagg_manager(tmp_path):
     text = mutate(
         COLOCATED_ASYNC,
         (
-            "agent_loop_manager_cfg = AgentLoopManagerConfig(\n    tasks=TaskSpecConfig(",
-            "agent_loop_manager_cfg = DisaggAgentLoopManagerConfig(\n    tasks=DisaggTaskSpecConfig(",
+            "\nagent_loop_manager_cfg = AgentLoopManagerConfig(\n    tasks=TaskSpecConfig(",
+            "\nagent_loop_manager_cfg = DisaggAgentLoopManagerConfig(\n    tasks=DisaggTaskSpecConfig(",
         ),
     )
     titles = [f.title for f in inspect(tmp_path, text).findings if f.id == "config.class_mismatch"]
@@ -432,11 +432,26 @@ def test_policy_loss_keys_and_pg_strategy(tmp_path):
     assert "config.pg_strategy_invalid" in ids(r, "blocker")
 
 
+def test_dapo_judger_validator(tmp_path):
+    bad = mutate(
+        MULTI_TASK,
+        ("    enable_overlong_buffer=False,\n", "    enable_overlong_buffer=True,\n    max_response_len=8192,\n"),
+    )
+    f = finding(inspect(tmp_path, bad, MULTI_ENV), "config.dapo_judger_invalid")
+    assert "overlong_buffer_len is required." in f.evidence
+    assert "config.dapo_judger_invalid" not in ids(inspect(tmp_path, MULTI_TASK, MULTI_ENV))
+
+
 def test_env_rules(tmp_path):
     env = dict(ENV)
     del env["WORK_DIR"]
     f = finding(inspect(tmp_path, COLOCATED_ASYNC, env), "config.env_var_missing")
     assert "KeyError: 'WORK_DIR'" in f.evidence and f.category == "missing_env_var_or_path"
+    branch = mutate(
+        COLOCATED_ASYNC,
+        ("evaluate_step = 45\n", 'evaluate_step = 45\nif probe_mode():\n    extra = os.environ["EXTRA_DIR"]\n'),
+    )
+    assert finding(inspect(tmp_path, branch), "config.env_var_missing").severity == "warning"
     bad = inspect(tmp_path, COLOCATED_ASYNC, {**ENV, "TRAIN_BATCH_SIZE": "lots"})
     assert "ValueError" in finding(bad, "config.invalid_value_cast").evidence
 
@@ -474,6 +489,34 @@ def test_hostile_inputs_stay_bounded(tmp_path):
     (tmp_path / "bin.py").write_bytes(b"\x00\x01" * 100)
     with pytest.raises(ToolInputError):
         run(Params(path=str(tmp_path / "bin.py")), RunContext(paths=PathPolicy.from_strings([tmp_path])))
+
+
+def test_every_reference_resolves_to_a_section(tmp_path):
+    from xtuner_rl_mcp.references import docs
+
+    texts = [
+        mutate(
+            COLOCATED_SYNC, ("    debug_rollout=False,\n", "    debug_rollout=True,\n    sync_weights_interval=2,\n")
+        ),
+        mutate(
+            DISAGGREGATED,
+            (
+                "produce_strategy_config = DisaggAsyncProduceStrategyConfig(",
+                "produce_strategy_config = AsyncProduceStrategyConfig(",
+            ),
+        ),
+        mutate(
+            COLOCATED_ASYNC,
+            ("    context_length=max_response_length + max_prompt_length,\n", "    data_parallel_size=2,\n"),
+        ),
+    ]
+    refs = set()
+    for i, text in enumerate(texts):
+        refs |= {f.reference for f in inspect(tmp_path, text, name=f"c{i}.py").findings if f.reference}
+    assert len(refs) >= 5
+    for ref in refs:
+        doc, anchor = ref.removeprefix("xtuner-rl://references/").split("#")
+        assert docs.find_section(doc, anchor) is not None, ref
 
 
 def test_demo_sample_is_clean():
@@ -519,6 +562,56 @@ UPSTREAM_EXPECTED_BLOCKERS = {
     # total_epochs = 1 is defined but never passed to the trainer, and no total_train_steps either
     "rl_dapo_math_async_filter.py": {"config.steps_missing"},
 }
+
+
+def test_class_table_matches_the_xtuner_source():
+    """Every field, line, default and extra setting in xtuner_classes agrees with the mirror at b934f46."""
+    import ast
+
+    from xtuner_rl_mcp.tools import xtuner_classes as xc
+
+    if not (MIRROR / "HEAD").exists():
+        pytest.skip("XTuner mirror not available")
+    sources: dict[str, ast.Module] = {}
+    for c in xc.CLASSES.values():
+        if c.path not in sources:
+            text = subprocess.run(
+                ["git", "-C", str(MIRROR), "show", f"{COMMIT}:{c.path}"], capture_output=True, text=True, check=True
+            ).stdout
+            sources[c.path] = ast.parse(text)
+        (node,) = [n for n in ast.walk(sources[c.path]) if isinstance(n, ast.ClassDef) and n.name == c.name]
+        assert node.lineno == c.line, c.name
+        fields = {
+            st.target.id: st
+            for st in node.body
+            if isinstance(st, ast.AnnAssign)
+            and isinstance(st.target, ast.Name)
+            and st.target.id != "model_config"
+            and not ast.unparse(st.annotation).startswith("ClassVar")
+        }
+        assert set(fields) == {f.name for f in c.fields}, c.name
+        for f in c.fields:
+            st = fields[f.name]
+            assert st.lineno == f.line, (c.name, f.name)
+            value = st.value
+            if isinstance(value, ast.Call) and ast.unparse(value.func) == "Field":
+                kws = {k.arg: k.value for k in value.keywords}
+                value = value.args[0] if value.args else kws.get("default", kws.get("default_factory"))
+            if value is None or (isinstance(value, ast.Constant) and value.value is Ellipsis):
+                assert f.required, (c.name, f.name)
+            elif f.has_literal_default and f.default not in ({}, []):
+                assert eval(compile(ast.Expression(value), "<default>", "eval"), {"__builtins__": {}}) == f.default, (
+                    c.name,
+                    f.name,
+                )
+        extra = [
+            k.value.value
+            for st in node.body
+            if isinstance(st, ast.Assign) and any(getattr(t, "id", "") == "model_config" for t in st.targets)
+            for k in st.value.keywords
+            if k.arg == "extra"
+        ]
+        assert (extra[0] if extra else None) == c.extra, c.name
 
 
 def test_upstream_example_configs(tmp_path):

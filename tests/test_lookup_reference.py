@@ -83,6 +83,9 @@ QUESTIONS: list[tuple[str, str | tuple[str, ...]]] = [
     ("what are the three topologies", R + "workflows#topologies"),
     ("what does max_token_staleness do", R + "workflows#max_token_staleness"),
     ("common mistakes in RL data files", R + "data-contract#common-mistakes"),
+    ("does --num-workers work for disaggregated", R + "cluster-and-backends#entry-point-arguments"),
+    ("is ground_truth compared by exact string equality", R + "data-contract#gsm8k-scoring"),
+    ("KeyError: 'prompt'", F + "data_missing_prompt"),
 ]
 
 
@@ -134,6 +137,9 @@ def test_doc_filter() -> None:
     assert all(h.doc == "data-contract" for h in result.hits)
     result = lr.run(lr.Params(query="ground truth", doc="workflows", limit=20), RunContext())
     assert all(h.doc == "workflows" for h in result.hits)
+    if docs.catalog_sections():  # troubleshooting.md is rendered from the catalog: its entries answer
+        result = lr.run(lr.Params(query="ground_truth missing", doc="troubleshooting"), RunContext())
+        assert result.hits and all(h.uri.startswith(F) for h in result.hits)
 
 
 def test_nothing_found_is_a_result_not_an_error() -> None:

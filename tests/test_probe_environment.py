@@ -17,13 +17,23 @@ from pathlib import Path
 import pytest
 from xtuner_rl_mcp.tools import ray_cluster as rc
 from xtuner_rl_mcp.tools.common import PathPolicy, RunContext
-from xtuner_rl_mcp.tools.probe_environment import NO_BACKEND_MESSAGE, Expected, Params, check_packages, run
+from xtuner_rl_mcp.tools.probe_environment import (
+    NO_BACKEND_MESSAGE,
+    Expected,
+    Params,
+    check_packages,
+    evaluate_fit,
+    fit_findings,
+    ray_findings,
+    run,
+)
 
 from .ray_cluster import (
     GIB,
     HEAD_IP,
     NodeSpec,
     RayCluster,
+    cluster_jobs,
     dead_address,
     free_port,
     hold_placement_group,
@@ -32,6 +42,9 @@ from .ray_cluster import (
 )
 
 GPU_PER_NODE = 8
+#: Probe budget for a live cluster: generous, because other test runs may load this machine (the dead-address
+#: tests hold the tool to its contract with short budgets).
+LIVE = 30.0
 
 
 def _ctx(*roots: Path, environ: dict[str, str] | None = None) -> RunContext:
@@ -47,6 +60,8 @@ def _by_id(result, fid: str):
 
 
 def _probe(ctx: RunContext, **kw):
+    if "ray_address" in kw or "env" in kw:
+        kw.setdefault("timeout_s", LIVE)
     return run(Params(**kw), ctx)
 
 
@@ -58,6 +73,8 @@ def _no_side_effects(cluster: RayCluster, fn):
     after = snapshot(cluster)
     assert after.processes == before.processes, after.processes ^ before.processes
     assert after.files == before.files, after.files ^ before.files
+    assert after.jobs == before.jobs, after.jobs ^ before.jobs  # no driver job registered
+    assert before.jobs == cluster_jobs(cluster)  # the job list is readable at all (sanity)
     return out
 
 
@@ -105,6 +122,14 @@ def test_vllm_flag_is_unsupported_and_http_ray_address_is_flagged(tmp_path):
     assert _by_id(r, "probe.backend_vllm_unsupported").category == "backend_unsupported"
     f = _by_id(r, "probe.ray_address_is_dashboard")
     assert f.severity == "blocker" and r.env.ray_address_kind == "dashboard"
+    assert r.env.xtuner_vars == {"XTUNER_USE_VLLM": "1"}
+
+
+@pytest.mark.parametrize(("value", "flagged"), [("1", True), ("True", True), ("true", False), ("0", False)])
+def test_deterministic_needs_the_string_true(tmp_path, value, flagged):
+    r = _probe(_ctx(tmp_path), checks=["env"], env={"XTUNER_USE_LMDEPLOY": "1", "XTUNER_DETERMINISTIC": value})
+    assert ("probe.deterministic_flag_not_true" in _ids(r)) is flagged
+    assert r.env.xtuner_vars["XTUNER_DETERMINISTIC"] == value
 
 
 def test_env_paths_set_exists_kind_and_outside_roots(tmp_path):
@@ -339,57 +364,61 @@ def test_real_cluster_nodes_gpus_versions(ray_cluster, tmp_path):
     assert snap.version_mismatch == [] and "probe.ray_version_mismatch" not in _ids(r)
     assert snap.dashboard_url == ray_cluster.dashboard_url
     assert not any(k.startswith("node:") for k in snap.total)
+    assert "probe.exit_handler_stops_ray" in _ids(r)  # a loopback cluster: XTuner's exit handler stops it
+
+    # a version skew is reported with both versions (the cluster's metadata altered; no second Ray here)
+    skew = snap.model_copy(update={"cluster_ray_version": "2.58.0", "cluster_python_version": "3.10.1"})
+    rc.compare_versions(skew)
+    assert any("2.58.0" in m and ray.__version__ in m for m in skew.version_mismatch)
+    assert any("3.10.1" in m and platform.python_version() in m for m in skew.version_mismatch)
+    f = _by_id(
+        type(r)(summary="", checks_run=[], counts={}, findings=ray_findings(skew, None)), "probe.ray_version_mismatch"
+    )
+    assert "2.58.0" in f.title and ray.__version__ in f.title
 
 
 @pytest.mark.ray
 def test_discovery_from_address_file_and_ray_address(ray_cluster, tmp_path):
     ctx = _ctx(tmp_path)
-    r = _probe(ctx, checks=["ray"], env={"RAY_TMPDIR": str(ray_cluster.tmp)})
+    r = _probe(ctx, checks=["ray"], env={"RAY_TMPDIR": str(ray_cluster.tmp)}, detail="summary")
     assert r.ray.resolution.source == "address_file"
     assert r.ray.resolution.address == ray_cluster.gcs_address and r.ray.reachable
+    assert r.ray.nodes == [] and r.ray.nodes_omitted == len(ray_cluster.nodes)  # summary detail keeps counts
+    assert f"{len(ray_cluster.nodes)} node(s)" in r.summary
     r = _probe(ctx, checks=["ray"], env={"RAY_ADDRESS": ray_cluster.gcs_address, "RAY_TMPDIR": str(tmp_path)})
     assert r.ray.resolution.source == "RAY_ADDRESS" and r.ray.reachable
 
 
 @pytest.mark.ray
 def test_fit_pass_and_fail_with_numbers(ray_cluster, tmp_path):
-    ctx = _ctx(tmp_path)
     cpus = ray_cluster.total("CPU")
     gpus = ray_cluster.total("GPU")
     workers = int(gpus // 2)  # 8 on the default fixture: needs 12*8+10 = 106 CPUs and 16*8+10 = 138 GiB
-    ok = _probe(ctx, checks=["ray"], ray_address=ray_cluster.gcs_address, expected=Expected(num_workers=workers))
+    ok = _probe(
+        _ctx(tmp_path), checks=["ray"], ray_address=ray_cluster.gcs_address, expected=Expected(num_workers=workers)
+    )
     assert ok.fit.ok is True, ok.fit
     cpu_row = next(row for row in ok.fit.rows if row.check == "pg:train CPU")
     assert cpu_row.needed == 12 * workers + 10 and cpu_row.available == cpus
 
-    # CPUs per worker chosen so the group needs more than the cluster has
-    per = (cpus - 10) / workers + 1
-    bad = _probe(
-        ctx,
-        checks=["ray"],
-        ray_address=ray_cluster.gcs_address,
-        expected=Expected(num_workers=workers, num_cpus_per_worker=per),
-    )
-    assert bad.fit.ok is False
-    f = _by_id(bad, "probe.fit_cpu")
-    needed = per * workers + 10
-    assert f.severity == "blocker" and f.category == "ray_resources_insufficient"
-    assert f.evidence == f"Not enough available CPUs in Ray cluster, {float(cpus)} less than {needed}."
+    def fit(**kw):
+        """The same XTuner checks for other run shapes, against the snapshot just taken."""
+        report = evaluate_fit(Expected(**kw), ok.ray)
+        return report, {f.id: f for f in fit_findings(report)}
+
+    per = (cpus - 10) / workers + 1  # CPUs per worker so that the group needs more than the cluster has
+    report, found = fit(num_workers=workers, num_cpus_per_worker=per)
+    f = found["probe.fit_cpu"]
+    assert report.ok is False and f.severity == "blocker" and f.category == "ray_resources_insufficient"
+    assert f.evidence == f"Not enough available CPUs in Ray cluster, {float(cpus)} less than {per * workers + 10}."
     assert f.source and f.source.startswith("xtuner/v1/rl/utils/ray_accelerator_worker.py")
 
-    too_many = _probe(
-        ctx, checks=["ray"], ray_address=ray_cluster.gcs_address, expected=Expected(num_workers=int(gpus) + 1)
+    _, found = fit(num_workers=int(gpus) + 1)
+    assert found["probe.fit_gpu"].evidence == (
+        f"Not enough available GPUS in Ray cluster, {float(gpus)} less than {int(gpus) + 1}."
     )
-    f = _by_id(too_many, "probe.fit_gpu")
-    assert f.evidence == f"Not enough available GPUS in Ray cluster, {float(gpus)} less than {int(gpus) + 1}."
-
-    mem = _probe(
-        ctx,
-        checks=["ray"],
-        ray_address=ray_cluster.gcs_address,
-        expected=Expected(num_workers=1, cpu_memory_per_worker=int(ray_cluster.total("memory"))),
-    )
-    assert "probe.fit_memory" in _ids(mem)
+    _, found = fit(num_workers=1, cpu_memory_per_worker=int(ray_cluster.total("memory")))
+    assert "probe.fit_memory" in found
 
 
 @pytest.mark.ray
@@ -467,8 +496,8 @@ def test_infeasible_and_pending_placement_groups(ray_cluster, tmp_path):
         assert "probe.pg_pending.hog" not in ids
         # Ray omits fully used resources; the probe reports 0 available GPUs and the fit fails on them
         assert r.ray.available.get("GPU", 0.0) == 0.0
-        fit = _probe(ctx, checks=["ray"], ray_address=ray_cluster.gcs_address, expected=Expected(num_workers=1))
-        assert fit.fit.ok is False and "probe.fit_gpu" in _ids(fit)
+        report = evaluate_fit(Expected(num_workers=1), r.ray)
+        assert report.ok is False and "probe.fit_gpu" in {f.id for f in fit_findings(report)}
 
 
 @pytest.mark.ray
@@ -479,7 +508,7 @@ def test_probe_without_ray_installed_says_so(ray_cluster, tmp_path):
         "sys.modules['ray'] = None\n"
         "from xtuner_rl_mcp.tools.ray_cluster import probe_cluster\n"
         "from xtuner_rl_mcp.tools.probe_environment import check_packages\n"
-        "s = probe_cluster(sys.argv[1], environ={}, timeout_s=5)\n"
+        "s = probe_cluster(sys.argv[1], environ={}, timeout_s=30)\n"
         "print(json.dumps({'snap': s.model_dump(), 'ray_pkg': [p.model_dump() for p in check_packages().items"
         " if p.name == 'ray'][0]}))\n"
     )
@@ -509,15 +538,15 @@ def test_token_auth_is_reported_as_auth_required(tmp_path):
         without = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
         without["HOME"] = str(tmp_path)  # no ~/.ray/auth_token
         before = snapshot(cluster)
-        snap = rc.probe_cluster(cluster.gcs_address, environ={}, timeout_s=10, child_environ=without)
+        snap = rc.probe_cluster(cluster.gcs_address, environ={}, timeout_s=LIVE, child_environ=without)
         assert snap.reachable and snap.auth_required, snap
         assert "RAY_AUTH_TOKEN" in snap.auth_hint
         with_token = dict(without, RAY_AUTH_TOKEN=token)
-        ok = rc.probe_cluster(cluster.gcs_address, environ={}, timeout_s=10, child_environ=with_token)
+        ok = rc.probe_cluster(cluster.gcs_address, environ={}, timeout_s=LIVE, child_environ=with_token)
         assert ok.reachable and not ok.auth_required and ok.total.get("GPU") == 1, ok
         time.sleep(0.5)
         after = snapshot(cluster)
-        assert after.processes == before.processes and after.files == before.files
+        assert after == before
     # The tool's finding for it
     from xtuner_rl_mcp.tools.probe_environment import ray_findings
 

@@ -119,8 +119,24 @@ async def test_symlink_escape_refused(client, tmp_path: Path):
     assert r.is_error and "path_outside_roots" in r.content[0].text
 
 
-async def test_bad_arguments(client):
-    r = await client.call_tool("echo_file", {"path": "a.txt", "repeat": 99})
-    assert r.is_error and "repeat" in r.content[0].text
-    r = await client.call_tool("echo_file", {"path": "a.txt", "bogus": 1})
+def _error(result) -> dict:
+    text = result.content[0].text
+    return json.loads(text[text.index("{") :])["error"]
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        ({"path": "a.txt", "repeat": 99}, "repeat"),
+        ({"path": "a.txt", "repeat": "many"}, "repeat"),
+        ({"path": "a.txt", "bogus": 1}, "bogus"),
+        ({}, "path"),
+        ({"path": ["not", "a", "string"]}, "path"),
+    ],
+)
+async def test_bad_arguments_are_structured(client, args, needle):
+    r = await client.call_tool("echo_file", args)
     assert r.is_error
+    err = _error(r)
+    assert err["code"] == "invalid_arguments" and needle in err["message"]
+    assert "pydantic.dev" not in r.content[0].text

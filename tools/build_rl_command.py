@@ -113,7 +113,9 @@ class Params(BaseModel):
 
     config: str = Field(description="Path of the RL Python config; it must define a module-level `trainer`")
     backend: Backend = Field(description="Rollout backend: lmdeploy, sglang or vllm (vllm cannot start at b934f46)")
-    model_path: str | None = Field(default=None, description="Model directory, exported as MODEL_PATH")
+    model_path: str | None = Field(
+        default=None, description="Model directory, exported as MODEL_PATH (omitted: not exported)"
+    )
     data_path: str | None = Field(default=None, description="Training data (JSONL), exported as DATA_PATH")
     eval_data_path: str | None = Field(default=None, description="Evaluation data (JSONL), exported as EVAL_DATA_PATH")
     work_dir: str | None = Field(
@@ -133,7 +135,9 @@ class Params(BaseModel):
     ray_port: int = Field(default=6379, ge=1, le=65535, description="Ray head (GCS) port")
     extra_env: dict[str, str] = Field(
         default_factory=dict,
-        description="More variables to export before `ray start`, in order; may override per-backend defaults",
+        description="More variables to export before `ray start`, in order; may override the per-backend defaults. "
+        "Refused: names the plan sets itself (XTUNER_USE_*, WORK_DIR, MODEL_PATH, DATA_PATH, EVAL_DATA_PATH, "
+        "WORLD_SIZE, RAY_ADDRESS) and names that change how bash runs the script (PATH, IFS, BASH*, ENV, ...)",
     )
     python: str = Field(
         default="python",
@@ -567,7 +571,7 @@ def _path_shape_findings(params: Params) -> list[Finding]:
                     category="missing_env_var_or_path",
                     title=f"{name} contains '~' or '$', which the quoted command passes literally",
                     evidence=f"{name}={value!r}: every value is single-quoted, so the shell expands nothing",
-                    location=name,
+                    location=f"/{name}",
                     fix="Pass the expanded absolute path.",
                     reference=f"{REF_CLUSTER}#ray-preparation",
                     owner="launch_command",
@@ -614,7 +618,7 @@ def _check_path_findings(params: Params, ctx: RunContext) -> list[Finding]:
                 category="missing_env_var_or_path",
                 title=title,
                 evidence=message + "." + relative,
-                location=name,
+                location=f"/{name}",
                 fix=f"Check {name}. {elsewhere}",
                 reference=f"{REF_CLUSTER}#ray-preparation",
                 owner="launch_command",

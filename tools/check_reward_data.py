@@ -9,6 +9,7 @@ cluster) and turns codes into findings and conversion suggestions.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shlex
@@ -33,6 +34,7 @@ from .common import (
     params_model_config,
     sort_findings,
 )
+from .reward_data_codes import CODES, FILE_CODES, SRC_CONVERT, SRC_GSM8K
 
 DATA_DOC = "xtuner-rl://references/data-contract"
 #: Below this total size everything is scanned in this process (process start-up would cost more than it saves).
@@ -41,309 +43,10 @@ PARALLEL_MIN_BYTES = 8 << 20
 MIN_RANGE_BYTES = 4 << 20
 MAX_RANGE_BYTES = 32 << 20
 MAX_FILES = 10_000
-MAX_EXAMPLES_TOTAL = 200  # detail="normal"
+MAX_WALK_DIRS = 20_000
+MAX_EXAMPLES_TOTAL = 50  # detail="normal": every code gets its first examples before any gets more
 RAY_CONNECT_TIMEOUT_S = 2.0
 GLOB_CHARS = frozenset("*?[")
-
-# --------------------------------------------------------------------------------------------------------
-# Code catalog: title, category, reference anchor, XTuner source, fix
-# --------------------------------------------------------------------------------------------------------
-
-SRC_READ = "xtuner/v1/datasets/jsonl.py:609-611,626-627"
-SRC_PROMPT = "xtuner/v1/datasets/rl_tokenize_fn/text_tokenize_fn.py:52,58-60"
-SRC_DS = "xtuner/v1/datasets/rl_tokenize_fn/text_tokenize_fn.py:75-81"
-SRC_GT = "xtuner/v1/rl/judger/native.py:135,196-199"
-SRC_GSM8K = "xtuner/v1/rl/judger/gsm8k.py:29-39,74"
-SRC_CONVERT = "xtuner/v1/utils/convert_gsm8k.py:31-58"
-
-MISSING_GT = "reward_data_missing_ground_truth"
-OTHER = "data_format_other"
-
-#: code -> (title, category, anchor, source, fix)
-CODES: dict[str, tuple[str, str, str, str | None, str]] = {
-    "invalid_utf8": (
-        "Line is not valid UTF-8",
-        OTHER,
-        "line-contract",
-        "xtuner/v1/datasets/jsonl.py:626",
-        "Re-encode the file as UTF-8 (e.g. iconv -f <encoding> -t UTF-8); XTuner decodes every line strictly.",
-    ),
-    "nul_byte": (
-        "Line contains NUL bytes",
-        OTHER,
-        "line-contract",
-        SRC_READ,
-        "Remove the NUL bytes (often a zero-filled tail after an interrupted copy); regenerate the file.",
-    ),
-    "bom": (
-        "Line starts with a UTF-8 byte-order mark",
-        OTHER,
-        "line-contract",
-        SRC_READ,
-        "Strip the BOM (e.g. sed -i '1s/^\\xEF\\xBB\\xBF//' file.jsonl); json.loads refuses it.",
-    ),
-    "blank_line": (
-        "Empty or whitespace-only line",
-        OTHER,
-        "line-contract",
-        SRC_READ,
-        "Delete blank lines (e.g. sed -i '/^[[:space:]]*$/d' file.jsonl): XTuner parses every line, blank ones fail.",
-    ),
-    "line_too_long": (
-        "Line over the size limit (reported, not checked)",
-        OTHER,
-        "length-limits",
-        None,
-        "An RL prompt line is rarely this large; if it is intended, raise max_line_bytes and check again.",
-    ),
-    "truncated_last_line": (
-        "Last line is cut off",
-        OTHER,
-        "line-contract",
-        SRC_READ,
-        "The file ends mid-record (interrupted write or copy); regenerate it or delete the last line.",
-    ),
-    "invalid_json": (
-        "Line is not valid JSON",
-        OTHER,
-        "line-contract",
-        SRC_READ,
-        "Write one complete JSON object per line (json.dumps per record); a pretty-printed or JSON-array file is not JSONL.",
-    ),
-    "not_an_object": (
-        "Line is JSON but not an object",
-        OTHER,
-        "line-contract",
-        "xtuner/v1/datasets/rl_tokenize_fn/text_tokenize_fn.py:51-52",
-        "Each line must be one JSON object {prompt, data_source, reward_model, ...}.",
-    ),
-    "missing_final_newline": (
-        "Last line has no trailing newline",
-        OTHER,
-        "line-contract",
-        SRC_READ,
-        "Harmless: XTuner reads the last line without a newline too. Add one for tools that expect it.",
-    ),
-    "raw_hf_gsm8k_line": (
-        "Raw Hugging Face GSM8K record (question/answer), not converted",
-        OTHER,
-        "conversion",
-        SRC_CONVERT,
-        "Convert with XTuner's convert_gsm8k.py (see suggestions): it builds prompt, data_source and reward_model.",
-    ),
-    "messages_instead_of_prompt": (
-        "'messages' key instead of 'prompt'",
-        OTHER,
-        "prompt",
-        SRC_PROMPT,
-        "Rename 'messages' to 'prompt' (see suggestions); XTuner reads item['prompt'] and raises KeyError: 'prompt'.",
-    ),
-    "missing_prompt": (
-        "No 'prompt'",
-        OTHER,
-        "prompt",
-        SRC_PROMPT,
-        'Add "prompt": [{"role": "user", "content": "..."}]; XTuner raises KeyError: \'prompt\' at dataset build.',
-    ),
-    "prompt_not_list": (
-        "'prompt' is not a list of messages",
-        OTHER,
-        "prompt",
-        SRC_PROMPT,
-        'Wrap the text: "prompt": [{"role": "user", "content": <text>}]; the chat template needs a message list.',
-    ),
-    "prompt_empty": (
-        "'prompt' is an empty list",
-        OTHER,
-        "prompt",
-        SRC_PROMPT,
-        "Give every line at least one message (normally a single user turn).",
-    ),
-    "bad_message": (
-        "A prompt message is not {role, content}",
-        OTHER,
-        "prompt",
-        SRC_PROMPT,
-        "Each message needs a non-empty string 'role' and a 'content' (a string, or a list of {type, ...} parts).",
-    ),
-    "vlm_prompt_missing_key": (
-        "Object prompt lacks 'messages' or 'tools'",
-        OTHER,
-        "prompt",
-        "xtuner/v1/datasets/rl_tokenize_fn/qwen3_vl_tokenize_fn.py:71-75",
-        "An object prompt needs both 'messages' and 'tools' (tools may be null); or use the list form.",
-    ),
-    "prompt_vlm_object": (
-        "Object prompt {messages, tools}: read only by the VLM tokenize function",
-        OTHER,
-        "prompt",
-        "xtuner/v1/datasets/rl_tokenize_fn/qwen3_vl_tokenize_fn.py:71-75",
-        "Fine with RLQwen3VLTokenizeFnConfig; with RLTextTokenizeFnConfig use the list form (prompt = the messages).",
-    ),
-    "prompt_blank": (
-        "Prompt text is empty",
-        OTHER,
-        "prompt",
-        SRC_PROMPT,
-        "Every message content is empty or whitespace: the model gets nothing to answer. Fill in the question.",
-    ),
-    "missing_data_source": (
-        "No 'data_source'",
-        OTHER,
-        "data-source",
-        SRC_DS,
-        'Add "data_source" (e.g. "openai/gsm8k"); XTuner asserts "data_source is required in item" when sampling.',
-    ),
-    "data_source_not_string": (
-        "'data_source' is not a string",
-        OTHER,
-        "data-source",
-        SRC_DS,
-        "Use the data set's name as a string; it becomes a dict key for judger routing (a list or object crashes).",
-    ),
-    "empty_data_source": (
-        "'data_source' is an empty string",
-        OTHER,
-        "data-source",
-        SRC_DS,
-        'Name the data set (e.g. "openai/gsm8k"); composed judgers and per-source eval metrics route by it.',
-    ),
-    "missing_reward_model": (
-        "No 'reward_model'",
-        MISSING_GT,
-        "reward-model",
-        SRC_GT,
-        'Add "reward_model": {"style": "rule", "ground_truth": "<answer>"}; the judger asserts on it mid-run.',
-    ),
-    "reward_model_not_object": (
-        "'reward_model' is not an object",
-        OTHER,
-        "reward-model",
-        SRC_GT,
-        'Make it an object: "reward_model": {"style": "rule", "ground_truth": "<answer>"}.',
-    ),
-    "missing_ground_truth": (
-        "No reward_model.ground_truth",
-        MISSING_GT,
-        "reward-model",
-        SRC_GT,
-        "Add reward_model.ground_truth (the reference answer, as a string); XTuner only fails on it after GPUs and "
-        "rollout servers are up.",
-    ),
-    "empty_ground_truth": (
-        "reward_model.ground_truth is an empty string",
-        MISSING_GT,
-        "reward-model",
-        SRC_GT,
-        "Fill in the reference answer; an empty label gives no meaningful reward.",
-    ),
-    "extra_info_not_object": (
-        "'extra_info' is not an object",
-        OTHER,
-        "extra-info",
-        "xtuner/v1/datasets/rl_tokenize_fn/text_tokenize_fn.py:51,61",
-        "Make extra_info an object or drop the key: XTuner writes extra_info['raw_prompt'] into it.",
-    ),
-    "gsm8k_ground_truth_not_string": (
-        "GSM8K ground truth is not a string",
-        OTHER,
-        "gsm8k-scoring",
-        SRC_GSM8K,
-        'Store it as a string ("72", not 72): the judger compares strings exactly, so every reward would be 0.',
-    ),
-    "gsm8k_ground_truth_format": (
-        "GSM8K ground truth can never be matched",
-        OTHER,
-        "gsm8k-scoring",
-        SRC_GSM8K,
-        "Use the bare number as the judger extracts it: digits and '.', optional leading '-', no ',', '$', spaces, "
-        "units or fractions ('1200', not '1,200' or '$1200').",
-    ),
-    "gsm8k_ground_truth_noncanonical": (
-        "GSM8K ground truth in an unusual number form",
-        OTHER,
-        "gsm8k-scoring",
-        SRC_GSM8K,
-        "Write it the way a model writes the answer ('72', not '72.0', '072' or '72.'): the match is exact.",
-    ),
-    "gsm8k_prompt_no_answer_marker": (
-        "GSM8K prompt does not ask for '#### <answer>'",
-        OTHER,
-        "gsm8k-scoring",
-        "xtuner/v1/rl/judger/gsm8k.py:29-34",
-        "Keep the converter's instruction in the prompt: Let's think step by step and output the final answer "
-        'after "####". (xtuner/v1/utils/convert_gsm8k.py:31); without it most responses score 0.',
-    ),
-    "dapo_ground_truth_not_string": (
-        "DAPO math ground truth is not a string",
-        OTHER,
-        "reward-model",
-        "xtuner/v1/rl/judger/dapo_math.py:125,180",
-        "Store it as a string: the DAPO scorer calls str methods on it and crashes on a number.",
-    ),
-    "dapo_prompt_no_answer_marker": (
-        "DAPO math prompt does not ask for an 'Answer:' line",
-        OTHER,
-        "reward-model",
-        "xtuner/v1/rl/judger/dapo_math.py:158,172-174",
-        "Ask for a final line 'Answer: <answer>': the scorer extracts only that, otherwise every reward is -1.",
-    ),
-    "geo3k_ground_truth_not_string": (
-        "Geometry3K ground truth is not a string",
-        OTHER,
-        "reward-model",
-        "xtuner/v1/rl/judger/geo3k.py:27",
-        "Store it as a string, as xtuner/v1/utils/convert_geometry3k.py does; it is handed to mathruler's grader.",
-    ),
-    "geo3k_prompt_no_boxed_marker": (
-        "Geometry3K prompt does not ask for \\boxed{}",
-        OTHER,
-        "reward-model",
-        "xtuner/v1/rl/judger/geo3k.py:24,42",
-        "Ask for the final answer in \\boxed{} (the judger extracts the boxed content by default, use_boxed=True).",
-    ),
-    "unknown_data_source": (
-        "data_source differs from the one the chosen judger is built for",
-        OTHER,
-        "data-source",
-        "xtuner/v1/utils/convert_gsm8k.py:43",
-        "Check the judger choice; if the data is right, ignore this (the built-in judgers do not route by it), but a "
-        "ComposedJudgerConfig routes by data_source and must name it.",
-    ),
-}
-
-#: File-level findings (not per line).
-FILE_CODES: dict[str, tuple[str, str, str, str | None, str]] = {
-    "empty_file": (
-        "File has no lines",
-        OTHER,
-        "line-contract",
-        "xtuner/v1/datasets/jsonl.py:609-611",
-        "Point the config at the real data file; an empty data set gives no samples.",
-    ),
-    "parquet_file": (
-        "File is Parquet, not JSONL",
-        OTHER,
-        "conversion",
-        "xtuner/v1/datasets/jsonl.py:609-611",
-        "Convert it to JSONL (see suggestions); XTuner's RL dataset reads one JSON object per line.",
-    ),
-    "file_unreadable": (
-        "File could not be read",
-        OTHER,
-        "line-contract",
-        None,
-        "Check the path and permissions; with engine='ray' the file must exist at the same path on every node.",
-    ),
-    "duplicate_prompts": (
-        "Duplicate prompts",
-        OTHER,
-        "common-mistakes",
-        None,
-        "Deduplicate unless the repetition is intended; duplicates over-weight some questions (and, in eval sets, "
-        "the metric).",
-    ),
-}
 
 # --------------------------------------------------------------------------------------------------------
 # Parameters and result
@@ -394,7 +97,8 @@ class Params(BaseModel):
     )
     detail: Detail = Field(
         default="normal",
-        description="summary: counts and findings only; normal: up to 200 examples; full: every example kept.",
+        description="summary: counts and findings only; normal: up to 50 examples, spread over the codes; full: every "
+        "example kept (max_examples_per_code per code).",
     )
 
 
@@ -495,6 +199,21 @@ def _glob_base(pattern: str) -> str:
     return str(Path(*base)) if base else "."
 
 
+def _jsonl_under(root: Path) -> list[Path]:
+    """Regular *.jsonl files below ``root`` (symlinked directories are not entered); bounded walk."""
+    found: list[Path] = []
+    for i, (dirpath, dirnames, filenames) in enumerate(os.walk(root)):
+        if i >= MAX_WALK_DIRS or len(found) > MAX_FILES:
+            raise ToolInputError(
+                "too_many_files", f"{root} is too large a tree to search", "Pass a narrower directory or a glob."
+            )
+        dirnames.sort()
+        for name in filenames:
+            if name.endswith(".jsonl") and os.path.isfile(os.path.join(dirpath, name)):
+                found.append(Path(dirpath, name))
+    return found
+
+
 def resolve_files(raw: str, paths: PathPolicy) -> list[Path]:
     """The data files ``raw`` names (file, directory, or glob), each checked against the path policy."""
     text = os.path.expanduser(raw.strip()) if raw else raw
@@ -515,7 +234,7 @@ def resolve_files(raw: str, paths: PathPolicy) -> list[Path]:
     else:
         target = paths.check(text, kind="any")
         if target.is_dir():
-            files = sorted({paths.check(h, kind="file") for h in target.rglob("*.jsonl") if h.is_file()})
+            files = sorted({paths.check(h, kind="file") for h in _jsonl_under(target)})
             if not files:
                 raise ToolInputError(
                     "no_jsonl_files", f"directory {raw!r} holds no *.jsonl file", "Pass the data file itself."
@@ -553,36 +272,119 @@ def _plan(files: list[tuple[str, int]], parallel: bool, workers: int) -> list[Ta
 def _scan_local(
     tasks: list[Task], opts: Any, workers: int, progress: Callable[[int, str], None]
 ) -> tuple[list[Any], str, int]:
+    """Scan tasks in this process (small inputs) or over ``workers`` local worker processes."""
     from . import jsonl_scan
 
     total = sum(e - s for _, s, e in tasks)
-    if workers <= 1 or total < PARALLEL_MIN_BYTES or len(tasks) == 1:
-        results = []
-        done = 0
-        for path, start, end in tasks:
-            results.append(jsonl_scan.scan_range(path, start, end, opts, lambda n, d=done: progress(d + n, "scanning")))
-            done += end - start
-            progress(done, f"scanned {os.path.basename(path)}")
-        return results, "in_process", 1
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    n = min(workers, len(tasks))
+    if workers > 1 and total >= PARALLEL_MIN_BYTES and len(tasks) > 1:
+        try:
+            return (
+                _scan_processes(tasks, opts, min(workers, len(tasks)), progress),
+                "processes",
+                min(workers, len(tasks)),
+            )
+        except _WorkersUnavailable:
+            pass  # e.g. the package is not importable by a fresh interpreter: scan here instead
     results = []
     done = 0
-    ex = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+    for path, start, end in tasks:
+        results.append(jsonl_scan.scan_range(path, start, end, opts, lambda n, d=done: progress(d + n, "scanning")))
+        done += end - start
+        progress(done, f"scanned {os.path.basename(path)}")
+    return results, "in_process", 1
+
+
+class _WorkersUnavailable(Exception):
+    pass
+
+
+def _scan_processes(tasks: list[Task], opts: Any, n: int, progress: Callable[[int, str], None]) -> list[Any]:
+    """Byte ranges over ``n`` worker processes, fed from a shared queue (balanced; progress per range).
+
+    Workers are fresh interpreters running ``jsonl_scan.worker_main`` (started with ``subprocess``, not
+    multiprocessing: a 'spawn' pool re-imports the caller's ``__main__``, which breaks unguarded scripts). They are
+    ours alone and are always reaped: stdin closed, then killed if they do not exit.
+    """
+    import queue
+    import subprocess
+    import sys
+
+    from . import jsonl_scan
+
+    cmd = [sys.executable, "-c", "from xtuner_rl_mcp.tools.jsonl_scan import worker_main; worker_main()"]
+    procs: list[subprocess.Popen] = []
+    todo: queue.Queue = queue.Queue()
+    for task in tasks:
+        todo.put(task)
+    done_q: queue.Queue = queue.Queue()
+
+    def drive(proc: subprocess.Popen) -> None:
+        while True:
+            try:
+                task = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                jsonl_scan.send_message(proc.stdin, (*task, opts))
+                done_q.put((task, jsonl_scan.recv_message(proc.stdout)))
+            except Exception as exc:  # worker died or pipe broke: report, and stop using this worker
+                done_q.put((task, exc))
+                return
+
     try:
-        pending = {ex.submit(jsonl_scan.scan_range, p, s, e, opts): (p, s, e) for p, s, e in tasks}
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                p, s, e = pending.pop(fut)
-                results.append(fut.result())
-                done += e - s
-                progress(done, f"scanned {os.path.basename(p)} bytes {s}-{e}")
+        for _ in range(n):
+            procs.append(
+                subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            )
+        threads = [threading.Thread(target=drive, args=(p,), daemon=True) for p in procs]
+        for t in threads:
+            t.start()
+        results: list[Any] = []
+        retry: list[Task] = []
+        done = 0
+        failed = 0
+        while len(results) + failed < len(tasks):
+            try:
+                task, res = done_q.get(timeout=1.0)
+            except queue.Empty:
+                if not any(t.is_alive() for t in threads) and done_q.empty():
+                    break  # every worker is gone; whatever is left is scanned below
+                continue
+            if isinstance(res, Exception):
+                failed += 1
+                retry.append(task)
+                continue
+            results.append(res)
+            done += task[2] - task[1]
+            progress(done, f"scanned {os.path.basename(task[0])} bytes {task[1]}-{task[2]}")
+        if not results and tasks:
+            raise _WorkersUnavailable
+        for t in threads:
+            t.join()
+        while True:  # ranges no worker could take (a worker died): scan them here
+            try:
+                retry.append(todo.get_nowait())
+            except queue.Empty:
+                break
+        for path, start, end in retry:
+            results.append(jsonl_scan.scan_range(path, start, end, opts))
+            done += end - start
+            progress(done, f"scanned {os.path.basename(path)} bytes {start}-{end}")
+        return results
+    except OSError as exc:
+        raise _WorkersUnavailable from exc
     finally:
-        ex.shutdown(wait=True, cancel_futures=True)
-    return results, "processes", n
+        for p in procs:
+            with contextlib.suppress(OSError):
+                p.stdin.close()  # type: ignore[union-attr]
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            with contextlib.suppress(OSError):
+                p.stdout.close()  # type: ignore[union-attr]
 
 
 # The Ray task is compiled from source in a namespace that is not an importable module, so cloudpickle ships it
@@ -692,7 +494,7 @@ def _scan_ray(
                         "The cluster may have no free CPU (a running job holds them); raise ray_timeout_s or use "
                         "engine='local'.",
                     )
-                ready, _ = ray.wait(list(refs), num_returns=1, timeout=min(left, 1.0))
+                ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=min(left, 0.5))
                 for ref in ready:
                     p, s, e = refs.pop(ref)
                     try:
@@ -803,13 +605,21 @@ def _suggestions(per_file: list[Any], parquet: list[str]) -> list[Suggestion]:
     if hf:
         out.append(
             Suggestion(
-                title="Convert raw Hugging Face GSM8K to XTuner's RL format",
+                title="Convert Hugging Face GSM8K with XTuner's converter",
                 command="python xtuner/v1/utils/convert_gsm8k.py --input-dir openai/gsm8k --out-dir <out_dir>",
-                explanation="Run in an XTuner checkout (needs the datasets package): it loads the HF data set "
-                "(--input-dir is a hub name or a local HF data-set directory, config 'main') and writes "
-                "train.jsonl and test.jsonl in the contract's shape. For a local JSONL of question/answer lines "
-                f"such as {hf}, this command does the same conversion line by line:\n"
-                + _py_command(_HF_GSM8K_SCRIPT, hf, _out_path(hf, ".xtuner")),
+                explanation="Run in an XTuner checkout (needs the datasets package). --input-dir is a hub name or a "
+                "local Hugging Face data-set directory (config 'main'); it writes <out_dir>/train.jsonl and "
+                "<out_dir>/test.jsonl in the contract's shape.",
+                source=SRC_CONVERT,
+            )
+        )
+        out.append(
+            Suggestion(
+                title="Convert a local JSONL of raw GSM8K question/answer lines",
+                command=_py_command(_HF_GSM8K_SCRIPT, hf, _out_path(hf, ".xtuner")),
+                explanation="Same record shape as convert_gsm8k.py (instruction appended to the question, "
+                "data_source openai/gsm8k, ground truth = the number after '#### ' without commas), line by line, "
+                "for a file such as this one that is already JSONL.",
                 source=SRC_CONVERT,
             )
         )
@@ -872,8 +682,11 @@ def run(params: Params, ctx: RunContext) -> Result:
         judger=params.judger, max_line_bytes=params.max_line_bytes, max_examples_per_code=params.max_examples_per_code
     )
 
-    def progress(done: int, message: str) -> None:
-        ctx.progress(float(min(done, total)), float(total), message)
+    high = [0]
+
+    def progress(done: int, message: str) -> None:  # monotonic even if a range is rescanned after a worker died
+        high[0] = max(high[0], min(done, total))
+        ctx.progress(float(high[0]), float(total), message)
 
     progress(0, f"checking {len(scan_files)} file(s), {total} bytes")
     if params.engine == "ray":
@@ -949,7 +762,7 @@ def _build_result(
     findings = sort_findings(findings)
 
     ok = not any(f.severity == "blocker" for f in findings)
-    examples.sort(key=lambda e: (js.CODE_SEVERITY[e.code] != js.BLOCKER, e.file, e.line))
+    examples = _round_robin(examples)
     if params.detail == "summary":
         kept, omitted = [], len(examples)
     elif params.detail == "normal":
@@ -967,7 +780,9 @@ def _build_result(
     head = f"{valid}/{lines} lines valid in {nfiles} file(s) ({nbytes} bytes, judger={params.judger})"
     if ok:
         warn = sum(1 for f in findings if f.severity == "warning")
+        notes = len(findings) - warn
         summary = f"OK: {head}" + (f"; {warn} warning(s)" if warn else "; no problems found")
+        summary += f", {notes} note(s)" if notes else ""
     else:
         top = ", ".join(f"{c} x{codes[c]}" for c in blockers[:4]) or ", ".join(
             f.id for f in findings if f.severity == "blocker"
@@ -995,6 +810,21 @@ def _build_result(
         findings=findings,
         suggestions=_suggestions(per_file, parquet),
     )
+
+
+def _round_robin(examples: list[LineExample]) -> list[LineExample]:
+    """Blocker codes first; the first example of every code, then the second of every code, and so on."""
+    from . import jsonl_scan as js
+
+    order = {"blocker": 0, "warning": 1, "info": 2}
+    by_code: dict[str, list[LineExample]] = {}
+    for ex in sorted(examples, key=lambda e: (e.file, e.line)):
+        by_code.setdefault(ex.code, []).append(ex)
+    codes = sorted(by_code, key=lambda c: (order[js.CODE_SEVERITY[c]], -len(by_code[c]), c))
+    out: list[LineExample] = []
+    for rank in range(max((len(v) for v in by_code.values()), default=0)):
+        out.extend(by_code[c][rank] for c in codes if rank < len(by_code[c]))
+    return out
 
 
 def _merge_stats(per_file: list[Any]) -> DataStats:

@@ -49,6 +49,8 @@ TRAIN_BYTES_PER_PARAM = 16
 #: Share of GPU memory the rollout weights may take per GPU before we grow the engine (the rest is KV cache).
 ROLLOUT_WEIGHT_SHARE = 0.5
 TRAIN_MEMORY_HEADROOM = 0.9
+#: Smallest per-worker Ray memory (GiB) we will shrink to before calling the cluster too small.
+MIN_WORKER_MEMORY_GIB = 4
 RUNTIME_RESERVE_GIB = 2.0
 DEFAULT_GPU_MEMORY_GIB = {"GPU": 80.0, "NPU": 64.0}
 
@@ -64,8 +66,6 @@ SRC_OFFLOAD = "xtuner/v1/train/rl_trainer.py:1643-1645"
 SRC_MAX_BATCH = "xtuner/v1/rl/rollout/worker.py:510-520"
 SRC_NPU_NODE = "xtuner/v1/rl/rollout/worker.py:500-501"
 SRC_GRPO_STD = "xtuner/v1/rl/advantage/grpo.py:26-29"
-SRC_PACK = "xtuner/v1/train/rl_trainer.py:1145"
-SRC_PARTIAL_WARN = "xtuner/v1/rl/agent_loop_manager/producer.py:357"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -76,7 +76,9 @@ SRC_PARTIAL_WARN = "xtuner/v1/rl/agent_loop_manager/producer.py:357"
 class Params(BaseModel):
     model_config = params_model_config()
 
-    nodes: int = Field(ge=1, le=4096, description="Number of machines in the Ray cluster")
+    nodes: int | None = Field(
+        default=None, ge=1, le=4096, description="Number of machines with accelerators (not needed with use_cluster)"
+    )
     gpus_per_node: int | None = Field(
         default=None,
         ge=1,
@@ -149,7 +151,9 @@ class Params(BaseModel):
         default=1, ge=0, le=1024, description="Judger actors (1 CPU each) outside the GPU groups; 0 = in the driver"
     )
     detail: Detail = Field(
-        default="normal", description="summary: no snippet/diagram, failing fit rows only; full: every row"
+        default="normal",
+        description="normal: everything, but only failing fit rows and rules; summary: also no config_snippet or "
+        "diagram; full: every fit row and rule, passing or not",
     )
 
 
@@ -171,6 +175,7 @@ class ProduceStrategyPlan(BaseModel):
         description="(max_staleness + 1) * sync_weights_interval: how many train steps a sample may lag"
     )
     eval_class_name: str = Field(description="Strategy for the eval task (always SyncProduceStrategyConfig)")
+    why: list[str] = Field(default_factory=list, description="Why these knob values")
     source: str
 
 
@@ -208,7 +213,8 @@ class RolloutPlan(BaseModel):
     context_length: int = Field(description="max_prompt_len + max_response_len")
     rollout_max_batch_size_per_instance: int = Field(description="XTuner's automatic value for this context_length")
     weight_transport_type: str
-    rules: list[rr.RuleResult]
+    rules: list[rr.RuleResult] = Field(description="Engine layout rules XTuner enforces (failing only unless full)")
+    rules_omitted: int = Field(default=0, description="Passing rules left out (detail != full)")
 
 
 class TrainingPlan(BaseModel):
@@ -452,7 +458,8 @@ def rollout_weights_per_gpu(model: ModelInfo, tp: int, ep: int) -> float:
 
 def kv_budget_per_gpu(weights: float, gpu_bytes: float, util: float, backend: str) -> float:
     # LMDeploy's cache_max_entry_count is a share of the memory left after weights; SGLang's mem_fraction_static
-    # covers weights and cache together (rollout/worker.py maps gpu_memory_utilization to each).
+    # covers weights and cache together (lmdeploy.py:426,440 and sglang.py:399 pass gpu_memory_utilization through).
+    # The split of the memory left after weights is the engines' own behaviour, stated here as an assumption.
     if backend == "lmdeploy":
         return util * (gpu_bytes - weights - RUNTIME_RESERVE_GIB * rr.GIB)
     return util * gpu_bytes - weights
@@ -629,7 +636,30 @@ def produce_plan(topology: Topology, p: Params) -> ProduceStrategyPlan:
             params={},
             effective_stale_threshold_steps=p.sync_weights_interval,
             eval_class_name="SyncProduceStrategyConfig",
+            why=["synchronous: each step rolls out with the latest synced weights, then trains"],
             source=SRC_SYNC,
+        )
+    cls = "DisaggAsyncProduceStrategyConfig" if topology == "disaggregated" else "AsyncProduceStrategyConfig"
+    src = SRC_DISAGG_ASYNC if topology == "disaggregated" else SRC_ASYNC
+    if p.priority == "on_policy":
+        # Forced async topology with strict on-policy wishes: no over-sampling, no staleness, no carry-over.
+        return ProduceStrategyPlan(
+            class_name=cls,
+            module="xtuner.v1.rl.agent_loop_manager",
+            params={
+                "over_sample_threshold": 0.0,
+                "enable_partial_rollout": False,
+                "max_staleness": 0,
+                "tail_batch_trigger_size": 0,
+            },
+            effective_stale_threshold_steps=p.sync_weights_interval,
+            eval_class_name="SyncProduceStrategyConfig",
+            why=[
+                "on_policy: over_sample_threshold=0 and max_staleness=0 keep samples within the current sync period",
+                "enable_partial_rollout=False: a response continued after a sync would mix two policies",
+                "tail_batch_trigger_size=0: re-roll an expired group at once instead of discarding it",
+            ],
+            source=src,
         )
     # Partial rollout carries a response across a sync, which only survives when max_staleness > 0; upstream
     # advises against max_staleness > 0 without partial rollout (producer.py:357 warns about it).
@@ -640,14 +670,22 @@ def produce_plan(topology: Topology, p: Params) -> ProduceStrategyPlan:
         "max_staleness": 1,
         "tail_batch_trigger_size": max(1, p.train_batch_size // 4),
     }
-    cls = "DisaggAsyncProduceStrategyConfig" if topology == "disaggregated" else "AsyncProduceStrategyConfig"
     return ProduceStrategyPlan(
         class_name=cls,
         module="xtuner.v1.rl.agent_loop_manager",
         params=knobs,
         effective_stale_threshold_steps=(knobs["max_staleness"] + 1) * p.sync_weights_interval,
         eval_class_name="SyncProduceStrategyConfig",
-        source=SRC_DISAGG_ASYNC if topology == "disaggregated" else SRC_ASYNC,
+        why=[
+            f"over_sample_threshold={over}: launch {over:g} x the batch in extra groups so engines stay busy"
+            + (" (higher for long-tail responses)" if p.long_tail_responses else ""),
+            "enable_partial_rollout=True: responses paused by a weight sync continue afterwards instead of restarting",
+            "max_staleness=1: over-sampled groups and continued responses that cross one sync stay trainable "
+            "(with 0 they expire at the next sync)",
+            f"tail_batch_trigger_size={knobs['tail_batch_trigger_size']}: re-roll expired groups once a quarter of a "
+            "batch has expired (-1 would discard them)",
+        ],
+        source=src,
     )
 
 
@@ -661,20 +699,26 @@ def plan_intervals(p: Params, findings: list[Finding]) -> tuple[int, int, int]:
     default = _round_up(max(1, math.ceil(p.total_train_steps / 5)), s)
     out = []
     for name, given in (
-        ("evaluate_step", p.evaluate_step),
+        ("evaluate_step", p.evaluate_step if p.enable_evaluate else None),
         ("checkpoint_interval", p.checkpoint_interval),
         ("hf_interval", p.hf_interval),
     ):
         v = given or default
         if v % s:
             fixed = _round_up(v, s)
+            why = (
+                "evaluation only runs on weight-sync steps."
+                if name == "evaluate_step"
+                else "checkpoint/HF saves only run on weight-sync steps."
+            )
             findings.append(
                 Finding(
                     id="topo.interval_rounded",
                     severity="warning",
                     category="eval_or_interval_config",
                     title=f"{name}={v} is not a multiple of sync_weights_interval={s}; using {fixed}",
-                    evidence=f"XTuner rejects it: '{name}={v} must be a multiple of sync_weights_interval={s}, ...'",
+                    evidence=f"XTuner rejects it: {name}={v} must be a multiple of sync_weights_interval={s}, "
+                    f"because {why}",
                     location=name,
                     fix=f"Use {name}={fixed} (evaluation and saves only run on weight-sync steps).",
                     reference=f"{WF}#effective-staleness",
@@ -706,13 +750,26 @@ def fit_per_worker(
     rows = rr.check_fit(req, cluster)
     if rr.fits(rows):
         return cpw, mem, req, rows
-    # Memory first at full CPUs, then CPUs; keep the first combination that passes.
-    for c in range(12, 0, -1):
-        for m_gib in range(16, 3, -1):
-            r = build(float(c), m_gib * rr.GIB)
-            rr_rows = rr.check_fit(r, cluster)
-            if rr.fits(rr_rows):
-                return float(c), m_gib * rr.GIB, r, rr_rows
+
+    # Every check is monotone in the per-worker request, so binary-search the largest CPUs (at the smallest
+    # memory), then the largest memory at those CPUs: a handful of evaluations even for thousands of nodes.
+    def ok(c: int, m_gib: int) -> bool:
+        return rr.fits(rr.check_fit(build(float(c), m_gib * rr.GIB), cluster))
+
+    def largest(lo: int, hi: int, pred: Any) -> int | None:
+        if not pred(lo):
+            return None
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if pred(mid) else (lo, mid - 1)
+        return lo
+
+    c_best = largest(1, int(rr.DEFAULT_NUM_CPUS_PER_WORKER), lambda c: ok(c, MIN_WORKER_MEMORY_GIB))
+    if c_best is not None:
+        m_best = largest(MIN_WORKER_MEMORY_GIB, 16, lambda m: ok(c_best, m))
+        if m_best is not None:
+            r = build(float(c_best), m_best * rr.GIB)
+            return float(c_best), m_best * rr.GIB, r, rr.check_fit(r, cluster)
     return cpw, mem, req, rows
 
 
@@ -772,6 +829,7 @@ def build_snippet(
     strategy: ProduceStrategyPlan,
     accelerator: str,
     is_moe: bool,
+    nodes: int,
 ) -> str:
     disagg = topology == "disaggregated"
     trainer_cls = "RLDisaggregatedTrainerConfig" if disagg else "RLColocateTrainerConfig"
@@ -785,7 +843,7 @@ def build_snippet(
     util_imports = ["AcceleratorResourcesConfig"] + (["CPUResourcesConfig"] if p.judger_cpu_workers else [])
     env_flag = f"XTUNER_USE_{rollout.backend.upper()}=1"
     L: list[str] = [
-        f'"""XTuner GRPO config: {topology.replace("_", " ")} on {p.nodes} node(s), written by xtuner-rl-mcp.',
+        f'"""XTuner GRPO config: {topology.replace("_", " ")} on {nodes} node(s), written by xtuner-rl-mcp.',
         "",
         "Before `ray start` on every node: export WORK_DIR, MODEL_PATH, DATA_PATH"
         + (", EVAL_DATA_PATH" if p.enable_evaluate else "")
@@ -1076,7 +1134,8 @@ def run(params: Params, ctx: RunContext) -> Result:
                 id="topo.npu_gpus_per_node_forced",
                 severity="warning",
                 category="resource_mismatch_num_workers",
-                title=f"XTuner assumes 16 NPUs per node; gpus_per_node={per_node} will be overridden",
+                title=f"XTuner assumes 16 NPUs per node (RolloutConfig.gpus_per_node is forced to 16); "
+                f"gpus_per_node={per_node} was given",
                 evidence="RolloutConfig(device='NPU') sets gpus_per_node=16; AcceleratorResourcesConfig sets "
                 "num_accelerators_per_node=16",
                 fix="Keep whole 16-NPU nodes; engine sizes above one node assume 16 per node.",
@@ -1087,7 +1146,11 @@ def run(params: Params, ctx: RunContext) -> Result:
         )
     cluster: rr.ClusterCapacity | None = None
     cluster_source: Literal["given", "ray_probe", "not_given"] = "not_given"
-    nodes = p.nodes
+    if p.nodes is None and not p.use_cluster:
+        raise ToolInputError(
+            "nodes_missing", "give nodes (machines with accelerators), or use_cluster=true", "Pass nodes."
+        )
+    nodes = p.nodes or 1
     cpus_per_node = p.cpus_per_node
     if p.use_cluster:
         ctx.progress(1, 4, "probing Ray")
@@ -1137,27 +1200,26 @@ def run(params: Params, ctx: RunContext) -> Result:
         limit = total if topology != "disaggregated" else max(1, total - per_node)
         tp, ep, engine_fits = choose_engine(model, per_node, limit, gpu_bytes, util, p.backend)
     engine = rr.num_gpus_per_engine(tp, ep)
+    w_gib = rollout_weights_per_gpu(model, tp, ep) / rr.GIB
+    if tp_forced or ep_forced:
+        rationale.append(f"rollout engine tp={tp}, ep={ep} as given ({w_gib:.1f} GiB of bf16 weights per accelerator)")
+    else:
+        rationale.append(
+            f"rollout engine tp={tp}, ep={ep}: the smallest engine whose bf16 weights per accelerator "
+            f"({w_gib:.1f} GiB) stay under half of gpu_memory_utilization x {gpu_gib:g} GiB, leaving the rest for "
+            "KV cache" + ("; a MoE grows expert parallelism, not TP" if model.is_moe else "")
+        )
 
     idle = 0
     if topology == "disaggregated":
         if total < 2:
-            findings.append(
-                _finding(
-                    id="topo.disaggregated_too_few_gpus",
-                    severity="blocker",
-                    category="resource_mismatch_num_workers",
-                    title="Disaggregated training needs at least 2 accelerators (one per group)",
-                    evidence=f"{total} accelerator(s)",
-                    fix="Use colocated_sync or add accelerators.",
-                    reference=f"{WF}#disaggregated",
-                    source=SRC_DISAGG,
-                    owner="cluster_setup",
-                )
+            raise ToolInputError(
+                "disaggregated_needs_two_accelerators",
+                f"topology=disaggregated needs at least 2 accelerators (one per group); the cluster has {total}",
+                "Use topology colocated_sync, or add accelerators.",
             )
-            rollout_n, train_n = 1, 1
-        else:
-            rollout_n, train_n = split_disaggregated(p, model, total, per_node, engine, gpu_bytes, pack_max_length)
-            idle = total - rollout_n - train_n
+        rollout_n, train_n = split_disaggregated(p, model, total, per_node, engine, gpu_bytes, pack_max_length)
+        idle = total - rollout_n - train_n
         rationale.append(
             f"split: {train_n} accelerators train, {rollout_n} roll out"
             + (" (rollout gets more for long-tail responses)" if p.long_tail_responses else "")
@@ -1221,7 +1283,7 @@ def run(params: Params, ctx: RunContext) -> Result:
                     id="topo.cluster_too_small",
                     severity="blocker",
                     category="ray_resources_insufficient",
-                    title=f"Cluster fails XTuner's check '{row.check}': needs {_fmt(row)} but has {_fmt(row, True)}",
+                    title=f"Cluster too small for '{row.check}': needs {_fmt(row)}, has {_fmt(row, True)}",
                     evidence=row.xtuner_message.splitlines()[0] if row.xtuner_message else row.check,
                     location=row.check,
                     fix=(
@@ -1399,7 +1461,7 @@ def run(params: Params, ctx: RunContext) -> Result:
     ]
     resources = ResourcesPlan(accelerator=acc, accelerators_in_cluster=total, groups=groups, idle_accelerators=idle)
     ctx.progress(3, 4, "writing config")
-    snippet = build_snippet(topology, p, groups, rollout_plan, training, strategy, acc, model.is_moe)
+    snippet = build_snippet(topology, p, groups, rollout_plan, training, strategy, acc, model.is_moe, nodes)
     diagram = build_diagram(topology, nodes, per_node, groups, req.external_pools, rollout_plan, acc, cpus_per_node)
 
     findings = sort_findings(dedupe_findings(findings))
@@ -1407,9 +1469,14 @@ def run(params: Params, ctx: RunContext) -> Result:
     findings, omitted = cap(findings, DEFAULT_LIST_CAP)
     shown_rows = rows
     rows_omitted = 0
-    if p.detail == "summary":
+    if p.detail != "full":
+        # Passing checks are implied by fits=True / no blocker; 'full' lists them too.
         shown_rows = [r for r in rows if not r.ok]
         rows_omitted = len(rows) - len(shown_rows)
+        kept = [r for r in rollout_plan.rules if not r.ok]
+        rollout_plan.rules_omitted = len(rollout_plan.rules) - len(kept)
+        rollout_plan.rules = kept
+    if p.detail == "summary":
         snippet = diagram = ""
     trainer_cls = "RLDisaggregatedTrainerConfig" if topology == "disaggregated" else "RLColocateTrainerConfig"
     layout = f"{train_n} train + {rollout_n} rollout" if topology == "disaggregated" else f"{train_n} shared workers"
@@ -1473,6 +1540,13 @@ def split_disaggregated(
         if sum(tm.values()) <= TRAIN_MEMORY_HEADROOM * gpu_bytes:
             break
         rollout -= unit
+    if rollout < 1 or total - rollout < 1:
+        raise ToolInputError(
+            "disaggregated_split_impossible",
+            f"cannot split {total} accelerators into a training group and a rollout group of whole "
+            f"{engine}-accelerator engines",
+            "Use a colocated topology, a smaller tensor/expert parallel size, or more accelerators.",
+        )
     return rollout, total - rollout
 
 

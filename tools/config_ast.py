@@ -27,6 +27,7 @@ MAX_EXPR_CHARS = 160
 MAX_SEQ_LEN = 10_000
 MAX_INT_BITS = 256
 MAX_INLINE_DEPTH = 8
+MAX_INLINE_CALLS = 200
 MUTATING_METHODS = frozenset(
     {"append", "extend", "insert", "update", "pop", "remove", "clear", "setdefault", "add", "discard", "sort"}
 )
@@ -34,13 +35,36 @@ STR_METHODS = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "startsw
 CAST_FUNCS = frozenset({"int", "float", "str", "bool", "abs", "round", "min", "max", "len"})
 
 
-def expr_text(node: ast.AST) -> str:
-    """Source text of an expression, shortened for reports."""
-    try:
-        text = ast.unparse(node)
-    except Exception:
-        text = type(node).__name__
+def expr_text(node: ast.AST, lines: list[str] | None = None) -> str:
+    """Source text of an expression (from the file when ``lines`` is given), shortened for reports."""
+    text = _segment(node, lines) if lines is not None else None
+    if text is None:
+        try:
+            text = ast.unparse(node)
+        except Exception:  # ast.unparse can fail on odd trees; the text is only for display
+            text = type(node).__name__
+    text = " ".join(text.split()) if "\n" in text else text
     return text if len(text) <= MAX_EXPR_CHARS else text[: MAX_EXPR_CHARS - 3] + "..."
+
+
+def _segment(node: ast.AST, lines: list[str]) -> str | None:
+    """Slice the node's source from the file (ast offsets are UTF-8 byte columns); None if unavailable."""
+    try:
+        l0, c0 = node.lineno, node.col_offset  # type: ignore[attr-defined]
+        l1, c1 = node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+    except AttributeError:
+        return None
+    if l0 is None or l1 is None or c1 is None or not (1 <= l0 <= l1 <= len(lines)):
+        return None
+    if l0 == l1:
+        return lines[l0 - 1].encode()[c0:c1].decode(errors="replace")
+    parts = [lines[l0 - 1].encode()[c0:].decode(errors="replace")]
+    for i in range(l0, l1 - 1):
+        parts.append(lines[i])
+        if sum(len(x) for x in parts) > MAX_EXPR_CHARS * 2:
+            return "\n".join(parts)
+    parts.append(lines[l1 - 1].encode()[:c1].decode(errors="replace"))
+    return "\n".join(parts)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -166,6 +190,9 @@ def _safe_binop(op: ast.operator, a: Any, b: Any) -> Any:
                 and len(seq) * max(n, 0) > MAX_SEQ_LEN
             ):
                 raise ValueError("repetition refused")
+    if isinstance(op, ast.Add) and isinstance(a, str | list | tuple | bytes) and hasattr(b, "__len__"):
+        if len(a) + len(b) > MAX_SEQ_LEN:
+            raise ValueError("concatenation refused")
     if isinstance(op, ast.LShift) and isinstance(b, int) and b > MAX_INT_BITS:
         raise ValueError("shift refused")
     ops = {
@@ -211,6 +238,14 @@ _CMP = {
 }
 
 
+def _replace_too_big(text: str, args: list[Any]) -> bool:
+    if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
+        return True
+    old, new = args[0], args[1]
+    hits = text.count(old) if old else len(text) + 1
+    return len(text) + hits * len(new) > MAX_SEQ_LEN
+
+
 def _callee_name(func: ast.expr) -> str | None:
     if isinstance(func, ast.Name):
         return func.id
@@ -232,7 +267,7 @@ class Evaluation:
     bound_at: dict[str, int]  # name -> line of its last binding
     objects: list[Obj]  # every class call evaluated, in order
     env_reads: list[EnvRead]
-    env_lookups: list[tuple[str, int, bool, bool]]  # (name, line, required, supplied) as evaluated
+    env_lookups: list[tuple[str, int, bool, bool, bool]]  # (name, line, required, supplied, conditional)
     invalid_casts: list[tuple[int, str, str]]  # (line, expr, error) e.g. int("abc") from an env value
     notes: list[str]
 
@@ -240,12 +275,13 @@ class Evaluation:
 class ConfigEvaluator:
     """Evaluate a module's top-level statements; see the module docstring for the value kinds."""
 
-    def __init__(self, env: dict[str, str] | None) -> None:
+    def __init__(self, env: dict[str, str] | None, lines: list[str] | None = None) -> None:
         self.env = env
+        self.lines = lines
         self.scope: dict[str, Val] = {}
         self.bound_at: dict[str, int] = {}
         self.objects: list[Obj] = []
-        self.env_lookups: list[tuple[str, int, bool, bool]] = []
+        self.env_lookups: list[tuple[str, int, bool, bool, bool]] = []
         self.invalid_casts: list[tuple[int, str, str]] = []
         self.notes: list[str] = []
         self.os_names: set[str] = set()  # names bound to the os module
@@ -253,6 +289,10 @@ class ConfigEvaluator:
         self.getenv_names: set[str] = set()  # names bound to os.getenv
         self._conditional_depth = 0
         self._inline_depth = 0
+        self._inline_budget = MAX_INLINE_CALLS
+
+    def text(self, node: ast.AST) -> str:
+        return expr_text(node, self.lines)
 
     # ---- entry point --------------------------------------------------------------------------------
 
@@ -262,7 +302,7 @@ class ConfigEvaluator:
             scope=self.scope,
             bound_at=self.bound_at,
             objects=self.objects,
-            env_reads=collect_env_reads(tree),
+            env_reads=collect_env_reads(tree, self.lines),
             env_lookups=self.env_lookups,
             invalid_casts=self.invalid_casts,
             notes=self.notes,
@@ -377,7 +417,7 @@ class ConfigEvaluator:
         self._conditional_depth -= 1
         merged = dict(before)
         merged_at = dict(before_at)
-        reason = f"depends on `if {expr_text(st.test)}` (line {st.lineno}), which cannot be resolved statically"
+        reason = f"depends on `if {self.text(st.test)}` (line {st.lineno}), which cannot be resolved statically"
         for name in set(body_scope) | set(else_scope):
             a, b = body_scope.get(name), else_scope.get(name)
             if a is b and a is not None:
@@ -412,11 +452,11 @@ class ConfigEvaluator:
 
     def _unres(self, node: ast.AST, reason: str, *deps: Val) -> Unres:
         env, dflt = _deps(*deps)
-        return Unres(getattr(node, "lineno", 0), expr_text(node), env, dflt, reason=reason)
+        return Unres(getattr(node, "lineno", 0), self.text(node), env, dflt, reason=reason)
 
     def _lit(self, node: ast.AST, value: Any, *deps: Val) -> Lit:
         env, dflt = _deps(*deps)
-        return Lit(getattr(node, "lineno", 0), expr_text(node), env, dflt, value=value)
+        return Lit(getattr(node, "lineno", 0), self.text(node), env, dflt, value=value)
 
     def ev(self, node: ast.expr) -> Val:
         try:
@@ -486,14 +526,14 @@ class ConfigEvaluator:
                 return self._unres(node, "starred element")
             kind = "tuple" if isinstance(node, ast.Tuple) else "list"
             env, dflt = _deps(*items)
-            return Coll(node.lineno, expr_text(node), env, dflt, kind=kind, items=items)
+            return Coll(node.lineno, self.text(node), env, dflt, kind=kind, items=items)
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 return self._unres(node, "dict unpacking")
             keys = [self.ev(k) for k in node.keys if k is not None]
             items = [self.ev(v) for v in node.values]
             env, dflt = _deps(*keys, *items)
-            return Coll(node.lineno, expr_text(node), env, dflt, kind="dict", items=items, keys=keys)
+            return Coll(node.lineno, self.text(node), env, dflt, kind="dict", items=items, keys=keys)
         if isinstance(node, ast.Subscript):
             base = self.ev(node.value)
             idx = self.ev(node.slice)
@@ -514,7 +554,7 @@ class ConfigEvaluator:
         if isinstance(node, ast.Call):
             return self._call(node)
         if isinstance(node, ast.Lambda):
-            return Func(node.lineno, expr_text(node), name="<lambda>")
+            return Func(node.lineno, self.text(node), name="<lambda>")
         return self._unres(node, f"{type(node).__name__} expressions are not evaluated")
 
     def _binop(self, node: ast.BinOp, a: Val, b: Val) -> Val:
@@ -537,6 +577,8 @@ class ConfigEvaluator:
                 if not isinstance(inner, Lit):
                     return self._unres(node, "f-string part not resolved", *deps)
                 parts.append(str(inner.value))
+                if sum(len(x) for x in parts) > MAX_SEQ_LEN:
+                    return self._unres(node, "f-string too long to evaluate", *deps)
             else:
                 return self._unres(node, "formatted f-string part not evaluated")
         return self._lit(node, "".join(parts), *deps)
@@ -592,18 +634,18 @@ class ConfigEvaluator:
 
     def _env_value(self, node: ast.expr, name: str, *, required: bool, default: ast.expr | None) -> Val:
         supplied = self.env is not None and name in self.env
-        self.env_lookups.append((name, node.lineno, required, supplied))
+        self.env_lookups.append((name, node.lineno, required, supplied, self._conditional_depth > 0))
         if supplied:
-            return Lit(node.lineno, expr_text(node), (name,), (), value=self.env[name])  # type: ignore[index]
+            return Lit(node.lineno, self.text(node), (name,), (), value=self.env[name])  # type: ignore[index]
         if required:
             why = "not in the supplied env" if self.env is not None else "no env supplied"
-            return Unres(node.lineno, expr_text(node), (name,), (), reason=f"required env var {name} ({why})")
+            return Unres(node.lineno, self.text(node), (name,), (), reason=f"required env var {name} ({why})")
         dv = self.ev(default) if default is not None else self._lit(node, None)
         env, dflt = _deps(dv)
         if isinstance(dv, Lit):
-            return Lit(node.lineno, expr_text(node), (name, *env), (name, *dflt), value=dv.value)
+            return Lit(node.lineno, self.text(node), (name, *env), (name, *dflt), value=dv.value)
         return Unres(
-            node.lineno, expr_text(node), (name, *env), (name, *dflt), reason=f"default of env var {name}: {dv.expr}"
+            node.lineno, self.text(node), (name, *env), (name, *dflt), reason=f"default of env var {name}: {dv.expr}"
         )
 
     # ---- calls --------------------------------------------------------------------------------------
@@ -614,7 +656,13 @@ class ConfigEvaluator:
         if isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS:
             base = self.ev(node.func.value)
             args = [self.ev(a) for a in node.args]
-            if isinstance(base, Lit) and isinstance(base.value, str) and all(isinstance(a, Lit) for a in args):
+            if (
+                isinstance(base, Lit)
+                and isinstance(base.value, str)
+                and len(base.value) <= MAX_SEQ_LEN
+                and all(isinstance(a, Lit) and len(str(a.value)) <= MAX_SEQ_LEN for a in args)
+                and not (node.func.attr == "replace" and _replace_too_big(base.value, [a.value for a in args]))  # type: ignore[union-attr]
+            ):
                 try:
                     return self._lit(node, getattr(base.value, node.func.attr)(*[a.value for a in args]), base, *args)  # type: ignore[union-attr]
                 except Exception:
@@ -633,7 +681,8 @@ class ConfigEvaluator:
             return self.ev(node.args[0])
         callee = self.scope.get(node.func.id) if isinstance(node.func, ast.Name) else None
         if isinstance(callee, Func):
-            if callee.node is not None and self._inline_depth < MAX_INLINE_DEPTH:
+            if callee.node is not None and self._inline_depth < MAX_INLINE_DEPTH and self._inline_budget > 0:
+                self._inline_budget -= 1
                 return self._inline(node, callee)
             for a in node.args:
                 self.ev(a)
@@ -644,7 +693,7 @@ class ConfigEvaluator:
             self.ev(a)
         for kw in node.keywords:
             self.ev(kw.value)
-        return self._unres(node, f"result of calling {expr_text(node.func)}()")
+        return self._unres(node, f"result of calling {self.text(node.func)}()")
 
     def _inline(self, node: ast.Call, fn: Func) -> Val:
         """Evaluate a call to a config-defined ``def f(a, b=1): return <expr>`` with its arguments bound."""
@@ -693,7 +742,7 @@ class ConfigEvaluator:
                 raise ValueError("literal too long")
             out = builtins_map[fn](*vals)
         except Exception as exc:
-            self.invalid_casts.append((node.lineno, expr_text(node), f"{type(exc).__name__}: {exc}"))
+            self.invalid_casts.append((node.lineno, self.text(node), f"{type(exc).__name__}: {exc}"))
             return self._unres(node, f"{fn}() fails: {type(exc).__name__}: {exc}", *args)
         return self._lit(node, out, *args)
 
@@ -706,10 +755,10 @@ class ConfigEvaluator:
             keys.append(Lit(kw.value.lineno, repr(kw.arg), value=kw.arg))
             items.append(self.ev(kw.value))
         env, dflt = _deps(*items)
-        return Coll(node.lineno, expr_text(node), env, dflt, kind="dict", items=items, keys=keys)
+        return Coll(node.lineno, self.text(node), env, dflt, kind="dict", items=items, keys=keys)
 
     def _obj(self, node: ast.Call, cls: str) -> Obj:
-        obj = Obj(node.lineno, expr_text(node), cls=cls, conditional=self._conditional_depth > 0)
+        obj = Obj(node.lineno, self.text(node), cls=cls, conditional=self._conditional_depth > 0)
         obj.args = [self.ev(a) for a in node.args]
         for kw in node.keywords:
             val = self.ev(kw.value)
@@ -765,7 +814,7 @@ def assigned_names(node: ast.AST) -> list[str]:
     return out
 
 
-def collect_env_reads(tree: ast.Module) -> list[EnvRead]:
+def collect_env_reads(tree: ast.Module, lines: list[str] | None = None) -> list[EnvRead]:
     """Every ``os.environ[...]``, ``os.environ.get(...)`` and ``os.getenv(...)`` in the file, functions included."""
     reads: list[EnvRead] = []
 
@@ -780,7 +829,9 @@ def collect_env_reads(tree: ast.Module) -> list[EnvRead]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and is_environ(node.value) and isinstance(node.ctx, ast.Load):
             key = node.slice.value if isinstance(node.slice, ast.Constant) else None
-            reads.append(EnvRead(key if isinstance(key, str) else None, node.lineno, True, None, expr_text(node)))
+            reads.append(
+                EnvRead(key if isinstance(key, str) else None, node.lineno, True, None, expr_text(node, lines))
+            )
         elif isinstance(node, ast.Call) and node.args:
             f = node.func
             getter = (isinstance(f, ast.Attribute) and f.attr in ("get", "setdefault") and is_environ(f.value)) or (
@@ -790,12 +841,13 @@ def collect_env_reads(tree: ast.Module) -> list[EnvRead]:
             if getter:
                 k = node.args[0]
                 key = k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None
-                dflt = expr_text(node.args[1]) if len(node.args) > 1 else None
-                reads.append(EnvRead(key, node.lineno, False, dflt, expr_text(node)))
+                dflt = expr_text(node.args[1], lines) if len(node.args) > 1 else None
+                reads.append(EnvRead(key, node.lineno, False, dflt, expr_text(node, lines)))
     reads.sort(key=lambda r: r.line)
     return reads
 
 
-def evaluate(tree: ast.Module, env: dict[str, str] | None) -> Evaluation:
-    """Evaluate a parsed config module."""
-    return ConfigEvaluator(env).run(tree)
+def evaluate(tree: ast.Module, env: dict[str, str] | None, source: str | None = None) -> Evaluation:
+    """Evaluate a parsed config module (``source``, when given, is used for the expression texts)."""
+    lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n") if source is not None else None
+    return ConfigEvaluator(env, lines).run(tree)

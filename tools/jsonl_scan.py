@@ -12,6 +12,12 @@ How a line is judged:
 
 The unit of work is a byte range of one file: a range owns every line whose first byte lies inside it, so ranges
 cut anywhere can be scanned independently (processes, Ray tasks) and merged into exactly the single-pass result.
+Memory stays bounded whatever the file size: lines are read one at a time (an over-long line is skipped in 1 MiB
+pieces, never held), counters keep at most ``MAX_COUNTER_KEYS`` keys, prompt lengths go into a bucket histogram and
+duplicate detection keeps 8 bytes per prompt (capped at ``DUP_HASH_CAP``).
+
+Entry points: ``scan_file`` (one file, this process), ``scan_range`` + ``merge_ranges`` (parallel use),
+``worker_main`` (a local worker process, driven by check_reward_data over stdin/stdout).
 """
 
 from __future__ import annotations
@@ -101,6 +107,9 @@ GSM8K_GT_RE = re.compile(r"-?[0-9.]*[0-9][0-9.]*")
 #: The form a correct integer or decimal answer is normally written in ("72", "-3", "0.5").
 GSM8K_CANONICAL_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?")
 DAPO_ANSWER_RE = re.compile(r"(?i)answer\s*:")
+#: json.loads (like int()) refuses integers with more digits than this (sys.get_int_max_str_digits() default).
+INT_DIGITS_LIMIT = 4300
+LONG_DIGITS_RE = re.compile(rb"[0-9]{4301}")
 
 # --------------------------------------------------------------------------------------------------------
 # The contract as msgspec types (hot path). Stricter than or equal to the JSON Schema: a line that decodes here
@@ -276,6 +285,7 @@ def _excerpt(raw: bytes) -> str:
 # --------------------------------------------------------------------------------------------------------
 
 Issue = tuple[str, str, str]  # code, JSON pointer, message
+NO_FINAL_NEWLINE: Issue = ("missing_final_newline", "", "the last line has no trailing newline (harmless)")
 
 
 def _message_texts(msg: dict) -> list[str]:
@@ -429,7 +439,9 @@ def _judger_rules(
                 ("gsm8k_ground_truth_not_string", p, f"ground_truth is a JSON {_type_name(gt)} ({gt!r})"[:120])
             )
         elif has_gt and not GSM8K_GT_RE.fullmatch(gt):
-            issues.append(("gsm8k_ground_truth_format", p, f"{gt!r} can never equal an extracted answer"[:160]))
+            issues.append(
+                ("gsm8k_ground_truth_format", p, f"{gt!r} can never equal the number taken from '#### <n>'"[:160])
+            )
         elif has_gt and (not GSM8K_CANONICAL_RE.fullmatch(gt) or gt == "-0"):
             issues.append(
                 (
@@ -490,8 +502,11 @@ def _quick_ok(o: _Line, judger: str, st: Stats) -> bool:
         if judger != "auto" and lj in EXPECTED_SOURCE and ds != EXPECTED_SOURCE[lj]:
             return False
         if lj == "gsm8k":
-            if "####" not in text or gt == "-0" or not GSM8K_CANONICAL_RE.fullmatch(gt):
+            if "####" not in text:
                 return False
+            if not (gt.isdigit() and gt.isascii() and (gt[0] != "0" or len(gt) == 1)):  # plain integers: no regex
+                if gt == "-0" or not GSM8K_CANONICAL_RE.fullmatch(gt):
+                    return False
         elif lj == "dapo_math":
             if not DAPO_ANSWER_RE.search(text):
                 return False
@@ -619,12 +634,16 @@ def analyze_line(raw: bytes, *, last_unterminated: bool, judger: str) -> tuple[l
         return [("blank_line", "", "empty or whitespace-only line")], None
     try:
         obj = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except ValueError as exc:
+        if not isinstance(exc, json.JSONDecodeError):  # an integer over Python's str->int digit limit
+            return [("invalid_json", "", f"json.loads refuses it: {str(exc)[:120]}")], None
         code = "truncated_last_line" if last_unterminated else "invalid_json"
-        msg = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        msg = f"{exc.msg} at column {exc.colno}"
         if code == "truncated_last_line":
             msg = f"last line has no newline and does not parse ({msg}): the file was probably cut off"
         return [(code, "", msg)], None
+    except RecursionError:
+        return [("invalid_json", "", "nested too deeply for json.loads (RecursionError)")], None
     if not isinstance(obj, dict):
         return [("not_an_object", "", f"the line is a JSON {_type_name(obj)}, not an object")], obj
     issues, _ = check_object(obj, judger)
@@ -672,7 +691,6 @@ def scan_range(
     limit = max(1, opts.max_line_bytes)
     judger = opts.judger
     decode = _DECODER.decode
-    decode_error = msgspec.DecodeError
     try:
         f = open(path, "rb", buffering=1 << 20)
     except OSError as exc:
@@ -706,15 +724,22 @@ def scan_range(
             res.bytes += n
             try:
                 o = decode(line)
-            except decode_error:
+                if not line.isascii():
+                    line.decode("utf-8")  # msgspec does not check UTF-8 inside the members it skips
+                if n > INT_DIGITS_LIMIT and LONG_DIGITS_RE.search(line):
+                    o = None  # json.loads refuses integers this long; msgspec may skip over them
+            except Exception:  # DecodeError/ValidationError, UnicodeDecodeError, RecursionError: precise path decides
                 o = None
             if o is not None and _quick_ok(o, judger, st):
-                res.valid += 1
+                if terminated:
+                    res.valid += 1
+                else:
+                    acc.add(idx, line, [NO_FINAL_NEWLINE])
             else:
                 last_unterminated = not terminated
                 issues, obj = analyze_line(line, last_unterminated=last_unterminated, judger=judger)
                 if last_unterminated and not any(c in BLOCKING for c, _, _ in issues):
-                    issues.append(("missing_final_newline", "", "the last line has no trailing newline (harmless)"))
+                    issues.append(NO_FINAL_NEWLINE)
                 if obj is not None:
                     _slow_stats(obj, judger, st)
                 acc.add(idx, line, issues, obj, schema=obj is not None)
@@ -863,3 +888,42 @@ def scan_file(path: str, opts: ScanOptions | None = None, on_bytes: Callable[[in
         if on_bytes is not None:
             on_bytes(end)
     return merge_ranges(path, parts, opts)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Local worker processes: length-prefixed pickles over stdin/stdout
+# --------------------------------------------------------------------------------------------------------
+
+
+def send_message(stream: Any, obj: Any) -> None:
+    import pickle
+
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(8, "little") + data)
+    stream.flush()
+
+
+def recv_message(stream: Any) -> Any:
+    import pickle
+
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError("worker closed its output")
+    n = int.from_bytes(head, "little")
+    data = stream.read(n)
+    if len(data) < n:
+        raise EOFError("worker output cut short")
+    return pickle.loads(data)
+
+
+def worker_main() -> None:
+    """Entry point of a local worker process: scan the (path, start, end, options) tasks read from stdin."""
+    import sys
+
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            path, start, end, opts = recv_message(stdin)
+        except EOFError:
+            return
+        send_message(stdout, scan_range(path, start, end, opts))

@@ -25,6 +25,7 @@ SNIPPET_CHARS = 280
 HEADING_WEIGHT = 3.0
 K1, B = 1.2, 0.75
 IDENT_HEADING_BONUS = 4.0
+IDENT_DEFINED_BONUS = 2.0
 PATTERN_BONUS = 12.0
 FAILURE_MODES_DOC = "failure-modes"
 CATALOG_DOC_RENDERED = "troubleshooting"
@@ -37,7 +38,7 @@ _STOPWORDS = frozenset(
     our out over own same she should so some such than that the their them then there these they this those through
     to too under until up very was we were what when where which while who whom why will with would you your yours
     get gets got getting use used using want need needs mean means tell explain happen happens happening work works
-    way ways thing things please also there's what's it's i'm does doesn't don't can't isn't
+    way ways thing things please also doesn't don't can't isn't
     """.split()
 )
 
@@ -53,9 +54,9 @@ _CANON = {
     "chose": "select",
     "chosen": "select",
     "selection": "select",
-    "cpus": "cpu",
+    "cpus": "cpu",  # the stemmer keeps '-us' endings
     "gpus": "gpu",
-    "config": "config",
+    "npus": "npu",
     "configuration": "config",
     "cfg": "config",
 }
@@ -64,6 +65,7 @@ PHRASE_BONUS = 1.5
 CATALOG_WEIGHT = 0.6
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
+_FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*[A-Za-z0-9])")
 _HUMP = re.compile(r"[a-z0-9][A-Z][a-z]")
 _CAMEL = re.compile(r"[A-Z0-9]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z0-9]+")
 
@@ -87,8 +89,11 @@ def is_identifier(raw: str) -> bool:
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased terms; identifiers yield themselves plus their snake/camel parts; stopwords dropped."""
-    out: list[str] = []
+    """Lower-cased terms; identifiers yield themselves plus their snake/camel parts; stopwords dropped.
+
+    Command-line flags (``--num-workers``) also yield the whole flag name.
+    """
+    out: list[str] = [f.lower() for f in _FLAG.findall(text)]
     for raw in _WORD.findall(text):
         parts: list[str] = []
         if is_identifier(raw):
@@ -120,6 +125,7 @@ class _Doc:
     tf: dict[str, float]
     length: float
     heading_terms: frozenset[str]
+    defined: frozenset[str]
     matches: Callable[[str], bool] | None
     phrases: frozenset[tuple[str, ...]]
 
@@ -147,6 +153,21 @@ def _matcher(section: docs.Section) -> Callable[[str], bool] | None:
     return lambda line: any(rx.search(line) for rx in compiled)
 
 
+_TABLE_FIRST_CELL = re.compile(r"^\|\s*([^|]+?)\s*\|")
+_BACKTICKED = re.compile(r"`([^`]+)`")
+
+
+def _defined_names(text: str) -> frozenset[str]:
+    """Names in the first cell of a table row: the fields and classes a section defines."""
+    out: set[str] = set()
+    for line in text.splitlines():
+        m = _TABLE_FIRST_CELL.match(line)
+        if m:
+            for code in _BACKTICKED.findall(m.group(1)):
+                out.update(w.lower() for w in _WORD.findall(code))
+    return frozenset(out)
+
+
 def _heading_identifiers(heading: str) -> set[str]:
     return {raw.lower() for raw in _WORD.findall(heading) if is_identifier(raw)}
 
@@ -171,7 +192,7 @@ def build_index() -> _Index:
         length = len(body) + HEADING_WEIGHT * len(head)
         heading_terms = frozenset(head) | frozenset(_heading_identifiers(s.heading))
         grams = frozenset(phrases(f"{s.heading}\n{full_text}"))
-        items.append(_Doc(s, dict(tf), float(length), heading_terms, _matcher(s), grams))
+        items.append(_Doc(s, dict(tf), float(length), heading_terms, _defined_names(s.text), _matcher(s), grams))
     n = len(items)
     df: Counter[str] = Counter()
     for d in items:
@@ -197,6 +218,8 @@ def _score(
     for ident in idents:
         if ident in doc.heading_terms:
             score += IDENT_HEADING_BONUS
+        elif ident in doc.defined:
+            score += IDENT_DEFINED_BONUS
     exact = doc.matches is not None and _any_line_matches(doc.matches, raw_query)
     shared = len(query_phrases & doc.phrases)
     if doc.section.kind == "failure_mode" and not exact:
@@ -231,6 +254,7 @@ def search(query: str, limit: int = 5, doc: str | None = None) -> tuple[list[tup
     """Ranked (section, score, snippet) for a query, and how many further matches were left out."""
     terms = tokenize(query)
     idents = {raw.lower() for raw in _WORD.findall(query) if is_identifier(raw)}
+    idents.update(f.lower() for f in _FLAG.findall(query))
     index = build_index()
     query_phrases = phrases(query)
     if doc == CATALOG_DOC_RENDERED and any(d.section.kind == "failure_mode" for d in index.items):
@@ -275,7 +299,8 @@ class Params(BaseModel):
     doc: str | None = Field(
         default=None,
         description="Search only this document: workflows, cluster-and-backends, api-reference, data-contract, "
-        "troubleshooting, or 'failure-modes' for the catalog; omit to search everything",
+        "troubleshooting (searches the catalog entries it is rendered from), or 'failure-modes'; omit to search "
+        "everything",
     )
 
 

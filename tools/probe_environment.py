@@ -61,6 +61,7 @@ SRC_MATHRULER = "xtuner/v1/rl/judger/geo3k.py:20-22"
 SRC_EXAMPLE_ENV = "examples/v1/config/rl_grpo_gsm8k_judge.py:29-32"
 SRC_DETERMINISTIC = "xtuner/v1/utils/misc.py:27"
 SRC_PG_CHECKS = "xtuner/v1/rl/utils/ray_accelerator_worker.py:94-122"
+SRC_CLEANUP = "xtuner/v1/rl/utils/ray_utils.py:117-156"
 
 BACKEND_FLAGS: tuple[tuple[str, str], ...] = (
     ("sglang", "XTUNER_USE_SGLANG"),
@@ -246,6 +247,10 @@ class EnvReport(BaseModel):
     ray_address_kind: str | None = Field(default=None, description="gcs, dashboard (http), ray_client, invalid")
     cuda_visible_devices: str | None = None
     fa3_flag: str | None = Field(default=None, description="XTUNER_USE_FA3 value")
+    xtuner_vars: dict[str, str] = Field(
+        default_factory=dict, description="Every XTUNER_* variable that is set (values cut at 200 characters)"
+    )
+    xtuner_vars_omitted: int = 0
     paths: list[PathInfo] = Field(default_factory=list, description="WORK_DIR, MODEL_PATH, DATA_PATH, EVAL_DATA_PATH")
 
 
@@ -397,6 +402,7 @@ def _path_info(ctx: RunContext, name: str, value: str | None) -> PathInfo:
 def check_env(environ: Mapping[str, str], evaluated: Literal["server", "override"], ctx: RunContext) -> EnvReport:
     flags = [FlagInfo(name=var, value=environ.get(var), counts=environ.get(var) == "1") for _, var in BACKEND_FLAGS]
     on = [backend for (backend, _), flag in zip(BACKEND_FLAGS, flags, strict=True) if flag.counts]
+    xt_vars, xt_omitted = cap(sorted((k, str(v)) for k, v in environ.items() if k.startswith("XTUNER_")), 100)
     address = environ.get("RAY_ADDRESS")
     kind = classify_address(address)[0] if address and address.strip().lower() not in ("auto", "local") else None
     return EnvReport(
@@ -408,6 +414,8 @@ def check_env(environ: Mapping[str, str], evaluated: Literal["server", "override
         ray_address_kind=kind,
         cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"),
         fa3_flag=environ.get("XTUNER_USE_FA3"),
+        xtuner_vars={k: v[:200] for k, v in xt_vars},
+        xtuner_vars_omitted=xt_omitted,
         paths=[_path_info(ctx, var, environ.get(var)) for var in PATH_VARS],
     )
 
@@ -545,11 +553,12 @@ def evaluate_fit(expected: Expected, snap: RaySnapshot | None) -> FitReport:
         accelerators_available=snap.available.get(acc, 0.0),
         cpus_available=snap.available.get("CPU", 0.0),
         memory_available_bytes=snap.available.get("memory", 0.0),
+        # Per-node totals, as XTuner's external-pool check takes them (ray_cpu_worker.py:574-593).
         nodes=[
             rr.NodeCapacity(
-                accelerators=n.available.get(acc, 0.0),
-                cpus=n.available.get("CPU", 0.0),
-                memory_bytes=n.available.get("memory", 0.0),
+                accelerators=n.total.get(acc, 0.0),
+                cpus=n.total.get("CPU", 0.0),
+                memory_bytes=n.total.get("memory", 0.0),
             )
             for n in snap.nodes
         ],
@@ -558,7 +567,7 @@ def evaluate_fit(expected: Expected, snap: RaySnapshot | None) -> FitReport:
     report.ok = rr.fits(report.rows)
     report.note = (
         "accelerator-group rows use the cluster's available resources now, as XTuner's check does; "
-        "external-pool rows use totals minus what the groups reserve"
+        "external-pool and per-node rows use totals minus what the new groups reserve"
     )
     return report
 
@@ -817,6 +826,21 @@ def env_findings(env: EnvReport) -> list[Finding]:
                 owner="launch_command",
             )
         )
+    det = env.xtuner_vars.get("XTUNER_DETERMINISTIC")
+    if det is not None and det != "true" and det.strip().lower() in ("1", "true", "yes", "on"):
+        out.append(
+            _finding(
+                "deterministic_flag_not_true",
+                "warning",
+                "other",
+                f"XTUNER_DETERMINISTIC={det!r} does not enable deterministic mode: only the exact string 'true' does",
+                "env-vars-reach-ray-workers",
+                source=SRC_DETERMINISTIC,
+                evidence=f"XTUNER_DETERMINISTIC={det!r}",
+                fix="export XTUNER_DETERMINISTIC=true",
+                owner="environment",
+            )
+        )
     cvd = env.cuda_visible_devices
     if cvd is not None and _visible_count(cvd, None) == 0:
         out.append(
@@ -826,7 +850,7 @@ def env_findings(env: EnvReport) -> list[Finding]:
                 "missing_env_var_or_path",
                 f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU",
                 "resource-checks",
-                source="xtuner/v1/rl/utils/ray_accelerator_worker.py:221",
+                source="xtuner/v1/rl/utils/ray_accelerator_worker.py:104-112",
                 evidence="a node started with it registers no GPUs unless --num-gpus is given",
                 fix="Unset CUDA_VISIBLE_DEVICES or list the GPU ids, then restart Ray.",
                 owner="environment",
@@ -944,6 +968,45 @@ def ray_findings(snap: RaySnapshot, expected: Expected | None) -> list[Finding]:
     return out
 
 
+def cluster_context_findings(snap: RaySnapshot, env: EnvReport | None) -> list[Finding]:
+    """Notes that only matter once a cluster is up: env propagation and XTuner's exit handler."""
+    if not snap.reachable or snap.auth_required or snap.method == "none":
+        return []
+    out: list[Finding] = []
+    if env is not None and env.effective_backend:
+        out.append(
+            _finding(
+                "env_must_precede_ray_start",
+                "info",
+                "missing_env_var_or_path",
+                "The cluster is already up: XTuner reads the backend flag inside Ray actors, which see the "
+                "environment of `ray start`, not of the launching shell",
+                "env-vars-reach-ray-workers",
+                source=SRC_BACKEND_FLAGS,
+                evidence=f"effective backend here: {env.effective_backend} ({env.evaluated} environment)",
+                fix="Make sure the same XTUNER_USE_* (and WORK_DIR, MODEL_PATH, ...) were exported before `ray start` "
+                "on every node, or pass them in the job's runtime_env; restart Ray after changing them.",
+                owner="cluster_setup",
+            )
+        )
+    local = snap.resolution.source == "address_file" or (snap.gcs_address or "").startswith(("127.", "localhost"))
+    if local:
+        out.append(
+            _finding(
+                "exit_handler_stops_ray",
+                "info",
+                "ray_not_running",
+                "Launching XTuner on this node stops its Ray processes when the run exits (ray stop --force)",
+                "exit-handler-stops-ray",
+                source=SRC_CLEANUP,
+                evidence=f"local cluster at {snap.gcs_address}",
+                fix="Expect to `ray start` again after each run on this node (the head included).",
+                owner="cluster_setup",
+            )
+        )
+    return out
+
+
 def _pg_findings(pg, expected: Expected | None) -> list[Finding]:
     out: list[Finding] = []
     shape = f"{len(pg.bundles)} bundles {pg.bundles[:1]}, strategy {pg.strategy}, state {pg.state}"
@@ -1041,7 +1104,7 @@ def model_findings(model: ModelReport, from_env: bool) -> list[Finding]:
                 "model_loading",
                 "The model path is not a Hugging Face model directory (config.json missing or unreadable)",
                 "",
-                source="xtuner/v1/rl/agent_loop/single_turn_agent_loop.py:9",
+                source="xtuner/v1/train/rl_trainer.py:622-625",
                 evidence=f"{model.path}: {model.error}",
                 fix="Point MODEL_PATH / hf_checkpoint at a directory with config.json and the weights.",
                 owner="model_files",
@@ -1143,6 +1206,7 @@ def run(params: Params, ctx: RunContext) -> Result:
     if "ray" in checks:
         res.ray = probe_cluster(params.ray_address, environ=environ, timeout_s=params.timeout_s)
         findings += ray_findings(res.ray, params.expected)
+        findings += cluster_context_findings(res.ray, res.env if "env" in checks else None)
         if params.expected is not None:
             res.fit = evaluate_fit(params.expected, res.ray)
             findings += fit_findings(res.fit)
@@ -1222,7 +1286,8 @@ starts, stops or joins Ray (no driver job), leaves no process or file, answers w
 Use when: before launching or while troubleshooting a run: is Ray up and big enough, is the backend flag right, \
 is the backend installed, does auth or a version mismatch block the connection.
 Not for: planning a topology from scratch (use choose_topology), checking a config file (use inspect_config), \
-reward data (use check_reward_data), composing the launch command (use build_rl_command).\
+reward data (use check_reward_data), composing the launch command (use build_rl_command), a full go/no-go \
+before launch (use preflight).\
 """
 
 SPEC = ToolSpec(

@@ -45,6 +45,7 @@ XTUNER_PG_NAMES = ("train",)
 XTUNER_PG_PREFIX = "xtuner_rl_disagg_"
 
 DEFAULT_GCS_PORT = 6379
+DEFAULT_DASHBOARD_PORT = 8265
 AUTH_HINT = (
     "The cluster uses Ray token authentication. Make the cluster's token available to this server and to the "
     "XTuner driver: export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN=<token> (or RAY_AUTH_TOKEN_PATH=<file>, or put it "
@@ -243,6 +244,7 @@ def emit():
 addr, t = sys.argv[1], int(sys.argv[2])
 try:
     from ray._raylet import GcsClient
+    sys.stderr.write("probe: imported\n"); sys.stderr.flush()
     gc = GcsClient(address=addr)
 except BaseException as exc:
     fail("connect", exc); emit(); sys.exit(0)
@@ -329,11 +331,17 @@ def _run_child(code: str, args: list[str], env: dict[str, str], timeout: float) 
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
+        stderr = b""
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.communicate(timeout=2)
+            stderr = proc.communicate(timeout=2)[1] or b""
+        if b"probe: imported" not in stderr:
+            return None, (
+                f"no answer within {timeout:.1f}s: the probe process was still importing ray (this machine is "
+                "busy or its disk is cold); the cluster was not reached yet - raise timeout_s"
+            )
         return None, (
             f"no answer within {timeout:.1f}s: the address accepts TCP connections but the GCS did not reply "
-            "(not a Ray GCS, a firewall, or this machine is too loaded to start the probe in time: raise timeout_s)"
+            "(not a Ray GCS, a firewall, or an overloaded head)"
         )
     text = stdout.decode(errors="replace").strip()
     try:
@@ -546,7 +554,8 @@ def _fill_from_gcs(snap: RaySnapshot, data: dict[str, Any]) -> None:
         _set_pgs(snap, data["placement_groups"])
 
 
-def _versions(snap: RaySnapshot) -> None:
+def compare_versions(snap: RaySnapshot) -> None:
+    """Fill ``version_mismatch`` from the client and cluster Ray/Python versions (ray.init refuses a mismatch)."""
     if snap.cluster_ray_version and snap.local_ray_version and snap.cluster_ray_version != snap.local_ray_version:
         snap.version_mismatch.append(
             f"Ray: cluster {snap.cluster_ray_version}, this environment {snap.local_ray_version}"
@@ -585,7 +594,7 @@ def probe_cluster(
     try:
         _probe(snap, resolution, deadline, timeout_s, run_env)
     finally:
-        _versions(snap)
+        compare_versions(snap)
         snap.elapsed_s = round(time.monotonic() - start, 3)
     return snap
 
@@ -611,10 +620,13 @@ def _probe(
             )
         return
     if not snap.ray_installed:
-        snap.reachable = True
+        snap.errors.append("ray is not installed in this server's Python, so the GCS cannot be read over gRPC")
+        if _dashboard_fallback(snap, f"http://{host}:{DEFAULT_DASHBOARD_PORT}", deadline, token):
+            return
+        snap.reachable = True  # something accepts connections at the GCS port
         snap.errors.append(
-            "ray is not installed in this server's Python, so the GCS cannot be read; something listens at "
-            f"{snap.gcs_address}. Pass the dashboard URL (http://{host}:8265) to read it over HTTP."
+            f"something listens at {snap.gcs_address} but it cannot be read here; pass the dashboard URL "
+            f"(http://{host}:{DEFAULT_DASHBOARD_PORT}) to read it over HTTP"
         )
         return
     budget = deadline - time.monotonic()
@@ -635,3 +647,23 @@ def _probe(
     snap.reachable = connected
     if connected:
         _fill_from_gcs(snap, data)
+        return
+    # The GCS answered nothing usable (e.g. a protobuf change across Ray versions): try the dashboard.
+    url = "http://" + data["dashboard"] if data.get("dashboard") else f"http://{host}:{DEFAULT_DASHBOARD_PORT}"
+    _dashboard_fallback(snap, url, deadline, token)
+
+
+def _dashboard_fallback(snap: RaySnapshot, url: str, deadline: float, token: str | None) -> bool:
+    """Read the cluster over the dashboard's HTTP API when the GCS path cannot; True when that worked."""
+    left = deadline - time.monotonic()
+    if left < 0.3:
+        return False
+    try:
+        host, port = split_hostport(url.split("://", 1)[1].split("/", 1)[0], DEFAULT_DASHBOARD_PORT)
+    except ValueError:
+        return False
+    if tcp_check(host, port, min(1.0, left)) is not None:
+        return False
+    snap.notes.append(f"read through the dashboard at {url} because the GCS could not be read from here")
+    _http_probe(snap, url, deadline, token)
+    return snap.reachable

@@ -350,24 +350,62 @@ def _g(x: float) -> str:
     return f"{x:g}"
 
 
-def _pack_bundles(groups: Sequence[PlacementGroupRequirement], nodes: Sequence[NodeCapacity]) -> list[float] | None:
-    """Estimate CPUs left per node after PACK placement of every bundle; None when bundles cannot be placed."""
+def _pack_bundles(
+    groups: Sequence[PlacementGroupRequirement], nodes: Sequence[NodeCapacity], relax: int | None = None
+) -> list[float] | None:
+    """Estimate CPUs left per node after PACK placement of every bundle; None when bundles cannot be placed.
+
+    ``relax`` (0 accelerators, 1 CPUs, 2 memory) ignores one resource, to find which one blocks placement.
+    """
     left = [[n.accelerators, n.cpus, n.memory_bytes] for n in nodes]
     for pg in groups:
-        for _ in range(pg.num_workers):
-            for slot in left:
-                if (
-                    slot[0] >= pg.num_accelerators_per_worker
-                    and slot[1] >= pg.num_cpus_per_worker
-                    and slot[2] >= pg.cpu_memory_per_worker_bytes
-                ):
-                    slot[0] -= pg.num_accelerators_per_worker
-                    slot[1] -= pg.num_cpus_per_worker
-                    slot[2] -= pg.cpu_memory_per_worker_bytes
-                    break
-            else:
-                return None
+        need = [pg.num_accelerators_per_worker, pg.num_cpus_per_worker, float(pg.cpu_memory_per_worker_bytes)]
+        if relax is not None:
+            need[relax] = 0.0
+        remaining = pg.num_workers
+        # First fit, many bundles at once per node: O(nodes) per group whatever the worker count.
+        for slot in left:
+            if remaining == 0:
+                break
+            fit = min((int(slot[i] // need[i]) for i in range(3) if need[i] > 0), default=remaining)
+            take = min(remaining, fit)
+            if take > 0:
+                for i in range(3):
+                    slot[i] -= need[i] * take
+                remaining -= take
+        if remaining:
+            return None
     return [slot[1] for slot in left]
+
+
+def _placement_row(groups: Sequence[PlacementGroupRequirement], nodes: Sequence[NodeCapacity]) -> FitRow:
+    """Can every bundle be placed on some node? Reports the resource that blocks it, per fully used node."""
+    ok = _pack_bundles(groups, nodes) is not None
+    biggest = max(nodes, key=lambda n: n.accelerators)
+    g = max(groups, key=lambda x: x.num_cpus_per_worker)
+    per_node = min(g.num_workers, int(biggest.accelerators // max(g.num_accelerators_per_worker, 1e-9)) or 1)
+    resource, unit, needed, available = "CPU", "cpus", per_node * g.num_cpus_per_worker, biggest.cpus
+    if not ok:
+        for idx in (1, 2, 0):
+            if _pack_bundles(groups, nodes, relax=idx) is not None:
+                if idx == 2:
+                    resource, unit = "memory", "bytes"
+                    needed, available = float(per_node * g.cpu_memory_per_worker_bytes), biggest.memory_bytes
+                elif idx == 0:
+                    resource, unit = g.accelerator, "count"
+                    needed, available = float(g.num_workers), sum(n.accelerators for n in nodes)
+                break
+    return FitRow(
+        check="pg bundles placeable on the nodes (estimated PACK placement)",
+        resource=resource,  # type: ignore[arg-type]
+        unit=unit,  # type: ignore[arg-type]
+        needed=needed,
+        available=available,
+        ok=ok,
+        xtuner_message="Ray GetTimeoutError from ray.get(pg.ready(), timeout=XTUNER_PG_READY_TIMEOUT=30): "
+        "a bundle (accelerator + CPUs + memory) does not fit on any single node",
+        source=SRC_PG_READY,
+    )
 
 
 def external_pools_message(
@@ -488,20 +526,7 @@ def check_fit(requirements: RayRequirements, cluster: ClusterCapacity) -> list[F
     if cluster.nodes:
         left = _pack_bundles(requirements.placement_groups, cluster.nodes)
         max_node_ext = max(left) if left else None
-        worst = max(requirements.placement_groups, key=lambda g: g.num_cpus_per_worker)
-        rows.append(
-            FitRow(
-                check="pg bundles placeable on the nodes (estimated PACK placement)",
-                resource="CPU",
-                unit="cpus",
-                needed=worst.num_cpus_per_worker,
-                available=max((n.cpus for n in cluster.nodes), default=0.0),
-                ok=left is not None,
-                xtuner_message="Ray GetTimeoutError from ray.get(pg.ready(), timeout=XTUNER_PG_READY_TIMEOUT=30): "
-                "a bundle (accelerator + CPUs + memory) does not fit on any single node",
-                source=SRC_PG_READY,
-            )
-        )
+        rows.append(_placement_row(requirements.placement_groups, cluster.nodes))
     # XTuner validates at every registration; the first pool that tips a sum over is where it raises.
     pools = requirements.external_pools
     message = ""

@@ -727,6 +727,14 @@ def field_owner(name: str, field: str) -> C | None:
     return None
 
 
+def extra_owner(name: str) -> C | None:
+    """The class in the chain whose model_config sets ``extra`` (the one that applies)."""
+    for c in lineage(name) or []:
+        if c.extra is not None:
+            return c
+    return None
+
+
 def forbids_extra(name: str) -> bool:
     """True if unknown keyword arguments fail (own or inherited ``extra="forbid"``)."""
     for c in lineage(name) or []:

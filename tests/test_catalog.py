@@ -1,0 +1,238 @@
+"""The failure-mode catalog: valid data, patterns true to their messages, docs in sync with the data."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from xtuner_rl_mcp.references import catalog as cat
+from xtuner_rl_mcp.tools.common import CATEGORIES
+
+REPO = Path(__file__).resolve().parents[1]
+MIRROR = Path("/work/.mirror/InternLM+xtuner/repo")
+
+#: Lines from healthy XTuner / Ray / engine logs: no catalog entry may match any of them.
+HEALTHY_LINES = [
+    "[XTuner][RANK 0][2026-08-21 16:02:20][INFO] [Step 12/100] rewards/mean=0.4531 response_len/mean=233.1",
+    "[XTuner][2026-08-21 16:02:21][INFO] Rollout step 12 finished: 512 samples, 0 failed, 0 aborted",
+    "2026-08-21 16:02:23,441 INFO worker.py:1852 -- Connected to Ray cluster. View the dashboard at 127.0.0.1:8265",
+    "2026-08-21 16:02:23,441 INFO worker.py:1777 -- Started a local Ray instance.",
+    '(RolloutWorker pid=12345, ip=10.0.0.5) INFO:     10.0.0.5:43210 - "POST /generate HTTP/1.1" 200 OK',
+    "[2026-08-21 16:02:22] Prefill batch. #new-seq: 4, #new-token: 512, #cached-token: 0, token usage: 0.12",
+    "[2026-08-21 16:02:22] Decode batch. #running-req: 32, #token: 9000, gen throughput (token/s): 4120.5",
+    "[XTuner][2026-08-21 16:02:24][INFO] RolloutHealthManager started.",
+    "[XTuner][2026-08-21 16:02:24][INFO] [SyncProduceStrategy] Started 64 initial tasks.",
+    "[XTuner][2026-08-21 16:05:00][INFO] Saving checkpoint to work_dirs/qwen3_gsm8k/20260821160000/checkpoints/step-20",
+    "[XTuner][2026-08-21 16:05:02][INFO] eval/accuracy=0.7412 eval/pass@8=0.9102",
+    "Loading safetensors checkpoint shards: 100% Completed | 5/5 [00:03<00:00,  1.52it/s]",
+    "The server is fired up and ready to roll!",
+    "Ray runtime started.",
+    "Local node IP: 10.0.0.5",
+    "To connect to this Ray cluster: import ray; ray.init()",
+    "======== Autoscaler status: 2026-08-21 16:02:30 ========",
+    "Node status",
+    " 1 node_3fa2a1e6f4",
+    "Pending:",
+    " (no pending nodes)",
+    "Recent failures:",
+    " (no failures)",
+    " 0.0/128.0 CPU",
+    " 8.0/8.0 GPU",
+    "step 12/100 loss=0.0231 grad_norm=0.8812 lr=1e-06 tgs=4120 entropy/mean=0.41",
+    "timing/rollout=82.1s timing/train=40.3s timing/sync_weights=3.2s",
+    "async/leftover_groups=0 async/expired_groups=0 rollout_is/mean_weight=1.0",
+    "Update weights from tensor finished in 3.1 s",
+    "INFO 08-21 16:02:25 [api_server.py:1880] Starting vLLM API server on http://0.0.0.0:8000",
+    "[TM][INFO] Turbomind engine created with max batch size 512",
+    "throughput/e2e_effective_sgs=12.4 throughput/rollout_tgs=5123.4",
+    "Writing env info to work_dirs/run/logs/env.json",
+]
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return cat.load_catalog()
+
+
+def test_catalog_size_and_categories(catalog):
+    entries = catalog.failure_mode
+    assert len(entries) >= 45
+    ids = [e.id for e in entries]
+    assert len(ids) == len(set(ids))
+    assert {e.category for e in entries} <= set(CATEGORIES)
+    # every theme of the dossier's section 10 is covered by at least one entry
+    used = {e.category for e in entries}
+    for theme in (
+        "ray_not_running",
+        "ray_resources_insufficient",
+        "backend_not_installed",
+        "backend_flag_missing_or_multiple",
+        "backend_unsupported",
+        "backend_runtime_error",
+        "missing_env_var_or_path",
+        "config_load_error",
+        "reward_data_missing_ground_truth",
+        "data_format_other",
+        "resource_mismatch_num_workers",
+        "staleness_or_partial_rollout",
+        "eval_or_interval_config",
+        "debug_trace_output",
+        "model_loading",
+    ):
+        assert theme in used, theme
+
+
+def test_every_regex_compiles_and_matches_its_examples(catalog):
+    for fm in catalog.failure_mode:
+        for p in fm.patterns + fm.anti_patterns:
+            re.compile(p)
+        for ex in fm.examples:
+            assert fm.matches(ex), (fm.id, ex)
+        # each pattern is exercised by at least one example or is an alternative spelling of the same message
+        assert any(any(rx.search(ex) for ex in fm.examples) for rx in fm.compiled), fm.id
+
+
+@pytest.mark.parametrize("line", HEALTHY_LINES)
+def test_healthy_lines_match_nothing(catalog, line):
+    hits = [fm.id for fm in catalog.failure_mode if fm.matches(line)]
+    assert hits == []
+
+
+def test_examples_do_not_cross_match_more_specific_entries(catalog):
+    """An example of a specific entry is not claimed by another entry of equal or higher specificity."""
+    for fm in catalog.failure_mode:
+        for ex in fm.examples:
+            rivals = [
+                o.id
+                for o in catalog.failure_mode
+                if o.id != fm.id and o.matches(ex) and o.specificity >= fm.specificity
+            ]
+            assert rivals == [], (fm.id, ex, rivals)
+
+
+def test_generic_requirements_of_the_issue_are_covered(catalog):
+    def ids_for(text: str) -> set[str]:
+        return {fm.id for fm in catalog.failure_mode if fm.matches(text)}
+
+    assert "ray_not_running" in ids_for(
+        "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by "
+        "setting `--address` flag or `RAY_ADDRESS` environment variable."
+    )
+    assert "placement_group_pending" in ids_for("Waiting for placement group to be ready")
+    assert ids_for("ModuleNotFoundError: No module named 'sglang'") == {"backend_not_installed"}
+    assert "cuda_out_of_memory" in ids_for("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20 MiB")
+    assert "port_in_use" in ids_for("OSError: [Errno 98] Address already in use")
+    assert "ray_gcs_unreachable" in ids_for("Failed to connect to GCS at address 10.1.2.3:6379 within 60 seconds.")
+    assert "reward_missing_ground_truth" in ids_for("KeyError: 'reward_model'")
+
+
+def test_sources_are_xtuner_paths_with_lines(catalog):
+    for fm in catalog.failure_mode:
+        for s in fm.source:
+            assert re.match(r"^(xtuner|examples)/[\w./-]+\.py:\d+$", s), (fm.id, s)
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason="XTuner mirror not available")
+def test_sources_exist_at_the_pinned_commit(catalog):
+    files: dict[str, int] = {}
+    for fm in catalog.failure_mode:
+        for s in fm.source:
+            path, line = s.rsplit(":", 1)
+            if path not in files:
+                out = subprocess.run(
+                    ["git", "-C", str(MIRROR), "show", f"b934f46:{path}"], capture_output=True, text=True
+                )
+                assert out.returncode == 0, (fm.id, path)
+                files[path] = out.stdout.count("\n") + 1
+            assert 1 <= int(line) <= files[path], (fm.id, s)
+
+
+def test_confirm_with_names_real_tools_and_placeholders(catalog):
+    placeholders = {"{data_path}", "{config_path}", "{log_path}", "{backend}", "{nodes}"}
+    for fm in catalog.failure_mode:
+        for call in fm.confirm_with:
+            for v in call.arguments.values():
+                if isinstance(v, str) and v.startswith("{"):
+                    assert v in placeholders, (fm.id, v)
+
+
+def test_confirm_with_arguments_validate_against_the_tools(catalog, tmp_path):
+    import importlib
+
+    fill = {
+        "{data_path}": str(tmp_path),
+        "{config_path}": str(tmp_path / "c.py"),
+        "{log_path}": str(tmp_path),
+        "{backend}": "lmdeploy",
+        "{nodes}": 1,
+    }
+    for fm in catalog.failure_mode:
+        for call in fm.confirm_with:
+            try:
+                module = importlib.import_module(f"xtuner_rl_mcp.tools.{call.tool}")
+            except ImportError:
+                continue
+            args = {k: fill.get(v, v) if isinstance(v, str) else v for k, v in call.arguments.items()}
+            module.SPEC.params(**args)  # raises if an argument name or value is wrong
+
+
+def test_prefilter_needs_a_literal_per_pattern():
+    bad = cat.parse_catalog(
+        cat.CATALOG_PATH.read_text(encoding="utf-8")
+        + '\n[[failure_mode]]\nid = "x_bad"\ncategory = "other"\ntitle = "t"\npatterns = [\'\\d+ \\w+\']\n'
+        'cause = "c"\nfix = ["f"]\nsource = ["xtuner/v1/train/cli/rl.py:1"]\nexamples = ["12 ab"]\n'
+    )
+    with pytest.raises(ValueError, match="needs a literal"):
+        cat.build_prefilter(bad.failure_mode)
+
+
+def test_invalid_catalogs_are_refused():
+    base = '[[failure_mode]]\nid = "{id}"\ncategory = "{cat}"\ntitle = "t"\npatterns = [\'{pat}\']\n'
+    base += 'cause = "c"\nfix = ["f"]\nsource = ["xtuner/v1/train/cli/rl.py:1"]\nexamples = ["{ex}"]\n'
+    ok = base.format(id="a_b", cat="other", pat="hello world", ex="say hello world")
+    cat.parse_catalog(ok)
+    with pytest.raises(ValueError, match="duplicate"):
+        cat.parse_catalog(ok + ok)
+    with pytest.raises(ValueError):
+        cat.parse_catalog(base.format(id="a_b", cat="not_a_category", pat="hello", ex="hello"))
+    with pytest.raises(ValueError, match="does not compile"):
+        cat.parse_catalog(base.format(id="a_b", cat="other", pat="hello (", ex="hello ("))
+    with pytest.raises(ValueError, match="not matched"):
+        cat.parse_catalog(base.format(id="a_b", cat="other", pat="hello", ex="goodbye"))
+    with pytest.raises(ValueError, match="snake_case"):
+        cat.parse_catalog(base.format(id="A-B", cat="other", pat="hello", ex="hello"))
+
+
+def test_troubleshooting_md_is_the_rendering_of_the_catalog(catalog):
+    committed = cat.TROUBLESHOOTING_PATH.read_text(encoding="utf-8")
+    assert committed == cat.render_troubleshooting(catalog), (
+        "references/troubleshooting.md is stale: run python -m xtuner_rl_mcp.references.catalog"
+    )
+
+
+def test_ids_and_doc_sections_correspond(catalog):
+    text = cat.TROUBLESHOOTING_PATH.read_text(encoding="utf-8")
+    sections = re.findall(r"^### (\S+)$", text, flags=re.M)
+    assert sorted(sections) == sorted(fm.id for fm in catalog.failure_mode)
+    anchors = re.findall(r'<a id="([^"]+)"></a>', text)
+    assert anchors == sections
+
+
+def test_get_failure_mode_and_uris(catalog):
+    fm = cat.get_failure_mode("backend_flag_missing")
+    assert fm is not None and fm.category == "backend_flag_missing_or_multiple"
+    assert fm.uri == "xtuner-rl://failure-modes/backend_flag_missing"
+    assert cat.get_failure_mode("no_such_entry") is None
+
+
+def test_module_entry_point_rewrites_the_doc(tmp_path, monkeypatch):
+    out = subprocess.run(
+        [sys.executable, "-c", "import xtuner_rl_mcp.references.catalog as c; print(c.render_troubleshooting()[:40])"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0 and out.stdout.startswith("# Troubleshooting")

@@ -1,0 +1,507 @@
+"""check_reward_data: every code on small files, real XTuner samples, suggestions that run, paths, progress, chunking."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from xtuner_rl_mcp.tools import jsonl_scan
+from xtuner_rl_mcp.tools.check_reward_data import CODES, FILE_CODES, Params, check_path, run
+from xtuner_rl_mcp.tools.common import CATEGORIES, PathPolicy, RunContext, ToolInputError
+
+GSM8K_INSTR = ' Let\'s think step by step and output the final answer after "####".'
+
+
+def good(**over) -> dict:
+    """A line in the shape XTuner's convert_gsm8k.py writes."""
+    rec = {
+        "data_source": "openai/gsm8k",
+        "prompt": [
+            {"role": "user", "content": "Natalia sold 48 clips in April and half as many in May." + GSM8K_INSTR}
+        ],
+        "ability": "math",
+        "reward_model": {"style": "rule", "ground_truth": "72"},
+        "extra_info": {"split": "train", "index": 0},
+    }
+    for key, value in over.items():
+        if value is DROP:
+            rec.pop(key, None)
+        else:
+            rec[key] = value
+    return rec
+
+
+DROP = object()
+
+
+def line(obj) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False) + "\n").encode()
+
+
+GOOD = line(good())
+
+
+def check(tmp_path: Path, data: bytes, name: str = "data.jsonl", **params):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return run(Params(path=str(p), **params), RunContext(paths=PathPolicy.from_strings([tmp_path])))
+
+
+def gt(value) -> dict:
+    return good(reward_model={"style": "rule", "ground_truth": value})
+
+
+# code -> (file bytes, extra params). Each case holds one good line around the broken one.
+CASES: dict[str, tuple[bytes, dict]] = {
+    "invalid_utf8": (GOOD + GOOD.replace(b"Natalia", b"Nat\xff\xfelia") + GOOD, {}),
+    "nul_byte": (GOOD + GOOD[:40] + b"\x00" + GOOD[40:] + GOOD, {}),
+    "bom": (b"\xef\xbb\xbf" + GOOD + GOOD, {}),
+    "blank_line": (GOOD + b"  \n" + GOOD, {}),
+    "line_too_long": (
+        GOOD + line(good(prompt=[{"role": "user", "content": "x" * 5000 + "####"}])) + GOOD,
+        {"max_line_bytes": 1024},
+    ),
+    "truncated_last_line": (GOOD + GOOD[:60], {}),
+    "invalid_json": (GOOD + b'{"prompt": [}\n' + GOOD, {}),
+    "not_an_object": (GOOD + b"[1, 2, 3]\n", {}),
+    "missing_final_newline": (GOOD + GOOD.rstrip(b"\n"), {}),
+    "raw_hf_gsm8k_line": (line({"question": "How many?", "answer": "Half of 8.\n#### 4"}), {}),
+    "messages_instead_of_prompt": (line({**good(prompt=DROP), "messages": good()["prompt"]}), {}),
+    "missing_prompt": (line(good(prompt=DROP)), {}),
+    "prompt_not_list": (line(good(prompt="What is 2+2? ####")), {}),
+    "prompt_empty": (line(good(prompt=[])), {}),
+    "bad_message": (line(good(prompt=[{"content": "no role ####"}])), {}),
+    "vlm_prompt_missing_key": (line(good(prompt={"messages": good()["prompt"]})), {}),
+    "prompt_vlm_object": (line(good(prompt={"messages": good()["prompt"], "tools": None})), {}),
+    "prompt_blank": (line(good(prompt=[{"role": "user", "content": "  "}])), {"judger": "generic"}),
+    "missing_data_source": (line(good(data_source=DROP)), {}),
+    "data_source_not_string": (line(good(data_source=["a", "b"])), {}),
+    "empty_data_source": (line(good(data_source="")), {}),
+    "missing_reward_model": (line(good(reward_model=DROP)), {}),
+    "reward_model_not_object": (line(good(reward_model="72")), {}),
+    "missing_ground_truth": (line(good(reward_model={"style": "rule"})), {}),
+    "empty_ground_truth": (line(gt("")), {}),
+    "extra_info_not_object": (line(good(extra_info=None)), {}),
+    "gsm8k_ground_truth_not_string": (line(gt(72)), {}),
+    "gsm8k_ground_truth_format": (line(gt("1,000")), {}),
+    "gsm8k_ground_truth_noncanonical": (line(gt("72.0")), {}),
+    "gsm8k_prompt_no_answer_marker": (line(good(prompt=[{"role": "user", "content": "What is 6*12?"}])), {}),
+    "dapo_ground_truth_not_string": (
+        line(
+            good(
+                data_source="math_dapo",
+                prompt=[{"role": "user", "content": "6*12? Answer: $Answer"}],
+                reward_model={"ground_truth": 72},
+            )
+        ),
+        {"judger": "dapo_math"},
+    ),
+    "dapo_prompt_no_answer_marker": (line(good(data_source="math_dapo")), {"judger": "dapo_math"}),
+    "geo3k_ground_truth_not_string": (
+        line(
+            good(
+                data_source="hiyouga/geometry3k",
+                prompt=[{"role": "user", "content": "Find x. Put it in \\boxed{}."}],
+                reward_model={"ground_truth": 3},
+            )
+        ),
+        {},
+    ),
+    "geo3k_prompt_no_boxed_marker": (
+        line(good(data_source="hiyouga/geometry3k", reward_model={"ground_truth": "3"})),
+        {},
+    ),
+    "unknown_data_source": (line(good(data_source="my/gsm8k-copy")), {"judger": "gsm8k"}),
+}
+
+
+def test_every_code_has_a_case_and_catalog_entry():
+    assert set(CASES) == set(jsonl_scan.CODE_SEVERITY) == set(CODES)
+    for table in (CODES, FILE_CODES):
+        for code, (title, category, anchor, source, fix) in table.items():
+            assert title and fix and anchor, code
+            assert category in CATEGORIES, code
+            assert source is None or re.fullmatch(r"(xtuner|examples)/[\w/.]+\.py:[\d,\-]+", source), source
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_each_code_is_reported(tmp_path, code):
+    data, params = CASES[code]
+    r = check(tmp_path, data, **params)
+    severity = jsonl_scan.CODE_SEVERITY[code]
+    assert code in r.errors_by_code, (code, r.errors_by_code)
+    (finding,) = [f for f in r.findings if f.id == f"data.{code}"]
+    assert finding.severity == severity
+    assert finding.reference.startswith("xtuner-rl://references/data-contract#")
+    assert finding.owner == "data_preparation" and finding.location and ":" in finding.location
+    example = next(e for e in r.examples if e.code == code)
+    assert example.line >= 1 and example.file.endswith("data.jsonl")
+    # the example's line number points at the line that carries the problem
+    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    assert example.line <= n_lines
+    assert set(r.errors_by_code) == {code}, r.errors_by_code  # each case breaks exactly one rule
+    assert r.ok is (severity != "blocker")
+    if severity == "blocker":
+        assert r.invalid >= 1 and not r.ok
+        assert r.valid + r.invalid == r.lines
+    if code in ("missing_ground_truth", "missing_reward_model", "empty_ground_truth"):
+        assert finding.category == "reward_data_missing_ground_truth"
+
+
+def test_line_numbers_are_exact(tmp_path):
+    lines = [GOOD] * 7
+    lines[2] = line(good(reward_model={"style": "rule"}))
+    lines[5] = b"not json\n"
+    r = check(tmp_path, b"".join(lines))
+    assert (r.lines, r.valid, r.invalid) == (7, 5, 2)
+    by_code = {e.code: e for e in r.examples}
+    assert by_code["missing_ground_truth"].line == 3
+    assert by_code["missing_ground_truth"].pointer == "/reward_model/ground_truth"
+    assert "ground_truth" in by_code["missing_ground_truth"].schema_error
+    assert by_code["invalid_json"].line == 6 and by_code["invalid_json"].excerpt == "not json"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a":' * 10_000 + b"1" + b"}" * 10_000 + b"\n",  # json.loads: RecursionError
+        b'{"prompt": [], "reward_model": {"ground_truth": ' + b"9" * 100_000 + b"}}\n",  # over the int digit limit
+        b"[" * 50_000 + b"]" * 50_000 + b"\n",
+    ],
+)
+def test_hostile_lines_are_reported_not_crashing(tmp_path, data):
+    r = check(tmp_path, data)
+    assert r.errors_by_code == {"invalid_json": 1} and r.invalid == 1
+
+
+def test_examples_are_capped_and_spread_over_codes(tmp_path):
+    data = line(good(reward_model={"style": "rule"})) * 60 + b"{bad\n" * 3 + line(gt("72.0"))
+    r = check(tmp_path, data, max_examples_per_code=100)
+    assert len(r.examples) == 50 and r.examples_omitted == 64 - 50
+    assert [e.code for e in r.examples[:3]] == [
+        "missing_ground_truth",
+        "invalid_json",
+        "gsm8k_ground_truth_noncanonical",
+    ]
+    assert sum(e.code == "invalid_json" for e in r.examples) == 3
+    full = check(tmp_path, data, max_examples_per_code=100, detail="full")
+    assert len(full.examples) == 64 and full.examples_omitted == 0
+    assert check(tmp_path, data, detail="summary").examples == []
+
+
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        ("72", None),
+        ("-3", None),
+        ("0.5", None),
+        ("1200", None),
+        ("1,000", "gsm8k_ground_truth_format"),
+        ("$5", "gsm8k_ground_truth_format"),
+        ("+3", "gsm8k_ground_truth_format"),
+        (" 72", "gsm8k_ground_truth_format"),
+        ("3/4", "gsm8k_ground_truth_format"),
+        ("72 apples", "gsm8k_ground_truth_format"),
+        (".", "gsm8k_ground_truth_format"),
+        ("72.0", "gsm8k_ground_truth_noncanonical"),
+        ("072", "gsm8k_ground_truth_noncanonical"),
+        ("72.", "gsm8k_ground_truth_noncanonical"),
+        ("-0", "gsm8k_ground_truth_noncanonical"),
+        (72, "gsm8k_ground_truth_not_string"),
+        (72.5, "gsm8k_ground_truth_not_string"),
+        (True, "gsm8k_ground_truth_not_string"),
+    ],
+)
+def test_gsm8k_ground_truths(tmp_path, value, code):
+    r = check(tmp_path, line(gt(value)))
+    assert sorted(r.errors_by_code) == ([code] if code else [])
+
+
+def _gsm8k_extract(response: str) -> str | None:
+    """The judger's rule as documented in the facts dossier §6.3 (last 300 chars, last '#### <num>', drop , and $)."""
+    found = re.findall(r"#### (\-?[0-9\.\,]+)", response[-300:])
+    return found[-1].replace(",", "").replace("$", "") if found else None
+
+
+@pytest.mark.parametrize("value", ["1,000", "$5", "+3", " 72", "3/4", "72 apples", "1e3"])
+def test_format_blockers_never_score(value):
+    """A ground truth flagged gsm8k_ground_truth_format cannot equal the answer extracted from any response."""
+    assert not jsonl_scan.GSM8K_GT_RE.fullmatch(value)
+    for response in (f"#### {value}", f"so #### {value}", f"#### {value.replace(',', '')}", f"#### {value.strip()}"):
+        assert _gsm8k_extract(response) != value
+
+
+def test_real_xtuner_gsm8k_samples_are_valid(shared_data):
+    for name, n in (("gsm8k_train_example_data.jsonl", 200), ("gsm8k_val_example_data.jsonl", 100)):
+        for judger in ("auto", "gsm8k", "generic"):
+            r = check_path(str(shared_data / name), judger=judger)
+            assert r.ok, r.summary
+            assert (r.lines, r.valid, r.invalid) == (n, n, 0), r.errors_by_code
+            assert set(r.errors_by_code) <= {"missing_final_newline"}
+            assert r.stats.data_sources == {"openai/gsm8k": n}
+            assert r.stats.ground_truth_types == {"string": n}
+            assert r.stats.prompt_roles == {"user": n}
+            assert r.stats.prompt_length.count == n and r.stats.prompt_length.min > 50
+
+
+def test_directory_of_real_samples(shared_data):
+    r = check_path(str(shared_data))
+    assert r.ok and r.files_scanned == 2 and r.lines == 300
+
+
+def test_stats(tmp_path):
+    data = (
+        GOOD
+        + GOOD
+        + line(good(prompt=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2? ####"}]))
+        + line(good(prompt=[{"role": "user", "content": " "}]))
+    )
+    r = check(tmp_path, data, role="eval")
+    st = r.stats
+    assert st.duplicate_prompts == 1 and st.duplicate_prompts_checked == 4
+    assert st.prompt_roles == {"user": 4, "system": 1}
+    assert st.empty_prompts == 1
+    assert st.prompt_length.count == 4 and st.prompt_length.min == 1
+    dup = next(f for f in r.findings if f.id == "data.duplicate_prompts")
+    assert dup.severity == "warning"  # eval role
+    assert check(tmp_path, GOOD + GOOD, "t.jsonl").findings[0].severity == "info"
+
+
+def test_file_level_findings(tmp_path):
+    r = check(tmp_path, b"", "empty.jsonl")
+    assert not r.ok and [f.id for f in r.findings] == ["data.empty_file"]
+    r = check(tmp_path, b"PAR1\x00\x01binary", "x.parquet")
+    assert not r.ok and r.findings[0].id == "data.parquet_file"
+    assert "read_parquet" in r.suggestions[0].command
+
+
+def _run_suggestion(command: str, tmp_path: Path) -> None:
+    subprocess.run(
+        ["bash", "-c", command.replace("python3 ", f"{sys.executable} ", 1)], check=True, cwd=tmp_path, timeout=60
+    )
+
+
+def test_hf_gsm8k_suggestion_converts_to_valid_data(tmp_path):
+    raw = b"".join(
+        line({"question": f"Tom has {i} apples, buys 1,000 more. How many?", "answer": f"{i}+1000\n#### {i + 1000:,}"})
+        for i in range(5)
+    )
+    r = check(tmp_path, raw, "hf.jsonl")
+    assert r.errors_by_code == {"raw_hf_gsm8k_line": 5}
+    xtuner, local = r.suggestions
+    assert xtuner.owner == local.owner == "data_preparation"
+    assert xtuner.command.startswith("python xtuner/v1/utils/convert_gsm8k.py --input-dir")
+    _run_suggestion(local.command, tmp_path)
+    out = check_path(str(tmp_path / "hf.xtuner.jsonl"), judger="gsm8k")
+    assert out.ok and out.valid == 5 and not out.errors_by_code, out.errors_by_code
+    first = json.loads((tmp_path / "hf.xtuner.jsonl").read_text().splitlines()[0])
+    assert first["reward_model"]["ground_truth"] == "1000" and first["prompt"][0]["content"].endswith(GSM8K_INSTR)
+
+
+def test_messages_and_ground_truth_suggestions_run(tmp_path):
+    msgs = line({**good(prompt=DROP), "messages": good()["prompt"]})
+    r = check(tmp_path, msgs + line(gt(72)) + line(gt("1,200")), "chat.jsonl")
+    titles = [s.title for s in r.suggestions]
+    assert any("messages" in t for t in titles) and any("GSM8K ground truths" in t for t in titles)
+    _run_suggestion(r.suggestions[0].command, tmp_path)
+    fixed = check_path(str(tmp_path / "chat.prompt.jsonl"))
+    assert "messages_instead_of_prompt" not in fixed.errors_by_code
+    _run_suggestion(fixed.suggestions[0].command, tmp_path)
+    final = check_path(str(tmp_path / "chat.prompt.gt.jsonl"))
+    assert final.ok and final.valid == 3, final.errors_by_code
+
+
+def test_directory_and_glob_inputs(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.jsonl").write_bytes(GOOD)
+    (tmp_path / "sub" / "b.jsonl").write_bytes(GOOD + b"oops\n")
+    (tmp_path / "notes.txt").write_text("not data")
+    ctx = RunContext(paths=PathPolicy.from_strings([tmp_path]))
+    r = run(Params(path=str(tmp_path)), ctx)
+    assert r.files_scanned == 2 and (r.lines, r.invalid) == (3, 1)
+    assert next(e for e in r.examples if e.code == "invalid_json").file.endswith("sub/b.jsonl")
+    r = run(Params(path="*.jsonl"), ctx)  # relative: from the first root
+    assert r.files_scanned == 1 and r.ok
+    r = run(Params(path=str(tmp_path / "**" / "*.jsonl")), ctx)
+    assert r.files_scanned == 2 and r.stats.duplicate_prompts == 1  # the same prompt in two files
+    with pytest.raises(ToolInputError) as e:
+        run(Params(path=str(tmp_path / "*.parquet")), ctx)
+    assert e.value.code == "no_files_matched"
+
+
+def test_path_policy_refusals(tmp_path):
+    inside = tmp_path / "root"
+    inside.mkdir()
+    outside = tmp_path / "secret.jsonl"
+    outside.write_bytes(GOOD)
+    (inside / "link.jsonl").symlink_to(outside)
+    os.mkfifo(inside / "fifo.jsonl")
+    ctx = RunContext(paths=PathPolicy.from_strings([inside]))
+    for path, code in (
+        (str(outside), "path_outside_roots"),
+        (str(inside / "link.jsonl"), "path_outside_roots"),
+        (str(inside / "fifo.jsonl"), "path_special_file"),
+        (str(inside / "missing.jsonl"), "path_not_found"),
+        (str(inside / ".." / "*.jsonl"), "path_outside_roots"),
+    ):
+        with pytest.raises(ToolInputError) as e:
+            run(Params(path=path), ctx)
+        assert e.value.code == code, path
+
+
+# --------------------------------------------------------------------------------------------------------
+# Chunked / multi-process path agrees exactly with one pass
+# --------------------------------------------------------------------------------------------------------
+
+
+def _corpus_lines(n: int) -> list[bytes]:
+    """Mixed valid and broken lines (every kind of code), deterministic."""
+    specials = [
+        data for data, params in CASES.values() if not params and data.endswith(b"\n") and not data.startswith(b"\xef")
+    ]
+    out = []
+    for i in range(n):
+        if i % 97 == 13:
+            out.append(specials[(i // 97) % len(specials)])
+        else:
+            rec = good(prompt=[{"role": "user", "content": f"Question {i % 5000}: what is {i} + 1?" + GSM8K_INSTR}])
+            rec["reward_model"]["ground_truth"] = str(i + 1)
+            out.append(line(rec))
+    return out
+
+
+def _signature(fr) -> tuple:
+    examples = sorted((c, e.line, e.pointer, e.message, e.excerpt) for c, exs in fr.examples.items() for e in exs)
+    st = fr.stats
+    return (
+        fr.lines,
+        fr.valid,
+        fr.invalid,
+        fr.bytes,
+        fr.codes,
+        examples,
+        st.data_sources,
+        st.ground_truth_types,
+        st.prompt_roles,
+        st.empty_prompts,
+        st.length_hist,
+        fr.duplicate_prompts,
+        fr.duplicate_checked,
+    )
+
+
+def test_ranges_cut_anywhere_merge_to_the_single_pass(tmp_path):
+    p = tmp_path / "mixed.jsonl"
+    data = b"".join(_corpus_lines(3000)) + GOOD[:50]  # ends with a truncated line
+    p.write_bytes(data)
+    opts = jsonl_scan.ScanOptions(max_examples_per_code=10_000)
+    single = jsonl_scan.merge_ranges(str(p), [jsonl_scan.scan_range(str(p), 0, None, opts)], opts)
+    size = p.stat().st_size
+    for chunk in (997, 4096, 65_536, size // 3 + 1):
+        parts = [jsonl_scan.scan_range(str(p), s, e, opts) for s, e in jsonl_scan.plan_ranges(size, chunk)]
+        parts.reverse()  # merge order must not matter
+        assert _signature(jsonl_scan.merge_ranges(str(p), parts, opts)) == _signature(single), chunk
+    assert single.codes["truncated_last_line"] == 1 and single.lines == data.count(b"\n") + 1
+
+
+@pytest.fixture(scope="module")
+def big_file(tmp_path_factory) -> Path:
+    """About 9 MB: over the in-process limit, so the tool splits it over processes."""
+    p = tmp_path_factory.mktemp("big") / "big.jsonl"
+    body = b"".join(_corpus_lines(30_000))
+    with open(p, "wb") as fh:
+        while fh.tell() < 9 << 20:
+            fh.write(body)
+    return p
+
+
+def _worker_children() -> list[str]:
+    me = str(os.getpid())
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if stat[stat.rfind(")") + 2 :].split()[1] == me and b"worker_main" in cmd:
+            out.append(pid)
+    return out
+
+
+def test_process_pool_agrees_with_single_process(big_file):
+    r = check_path(str(big_file), max_examples_per_code=50, detail="full")
+    assert _worker_children() == []  # every worker process was reaped
+    assert (r.engine == "processes" and r.workers >= 2) or (os.cpu_count() or 1) < 2
+    opts = jsonl_scan.ScanOptions(max_examples_per_code=50)
+    single = jsonl_scan.scan_file(str(big_file), opts)
+    assert (r.lines, r.valid, r.invalid, r.bytes) == (single.lines, single.valid, single.invalid, single.bytes)
+    assert r.errors_by_code == single.codes
+    assert sorted((e.code, e.line) for e in r.examples) == sorted(
+        (c, e.line) for c, exs in single.examples.items() for e in exs
+    )
+    assert r.stats.duplicate_prompts == single.duplicate_prompts > 0
+    assert r.stats.data_sources == single.stats.data_sources
+
+
+# --------------------------------------------------------------------------------------------------------
+# Through MCP
+# --------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_mcp_call_with_progress(mcp_client, tmp_path, big_file):
+    (tmp_path / "big.jsonl").write_bytes(big_file.read_bytes())
+    events: list[tuple[float, float | None, str | None]] = []
+
+    async def cb(progress, total, message):
+        events.append((progress, total, message))
+
+    r = await mcp_client.call_tool(
+        "check_reward_data", {"path": "big.jsonl", "detail": "summary"}, progress_callback=cb
+    )
+    assert not r.is_error, r.content[0].text
+    out = r.structured_content
+    assert out["summary"].startswith("NOT OK") and out["examples"] == [] and out["examples_omitted"] > 0
+    assert out["errors_by_code"]["missing_ground_truth"] > 0 and out["engine"] in ("processes", "in_process")
+    size = big_file.stat().st_size
+    assert len(events) >= 3
+    assert all(t == size for _, t, _ in events)
+    assert [p for p, _, _ in events] == sorted(p for p, _, _ in events)
+    assert events[-1][0] == size
+
+
+@pytest.mark.anyio
+async def test_mcp_errors_are_structured(mcp_client, tmp_path):
+    (tmp_path / "d.jsonl").write_bytes(GOOD)
+    r = await mcp_client.call_tool("check_reward_data", {"path": "d.jsonl", "judger": "nope"})
+    assert r.is_error and "judger" in r.content[0].text
+    r = await mcp_client.call_tool("check_reward_data", {"path": "d.jsonl", "bogus": 1})
+    assert r.is_error
+    r = await mcp_client.call_tool("check_reward_data", {"path": "/etc/passwd"})
+    assert r.is_error and "path_outside_roots" in r.content[0].text
+    r = await mcp_client.call_tool(
+        "check_reward_data", {"path": "d.jsonl", "engine": "ray", "ray_address": "http://127.0.0.2:8265"}
+    )
+    assert r.is_error and "ray_address_invalid" in r.content[0].text and "Traceback" not in r.content[0].text
+    r = await mcp_client.call_tool("check_reward_data", {"path": "d.jsonl"})
+    assert not r.is_error and r.structured_content["ok"] is True
+
+
+def test_works_from_an_unguarded_script(big_file, tmp_path):
+    """Worker processes must not re-run the caller's __main__ (a 'spawn' pool would, and crash this script)."""
+    script = tmp_path / "bench_like.py"
+    script.write_text(
+        "from xtuner_rl_mcp.tools.check_reward_data import check_path\n"
+        f"r = check_path({str(big_file)!r}, detail='summary')\n"
+        "print(r.engine, r.lines, r.invalid)\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    engine, lines, invalid = out.stdout.split()
+    assert engine == "processes" and int(lines) > 0 and int(invalid) > 0
