@@ -60,8 +60,8 @@ CATEGORY_TITLES: dict[str, str] = {
 class ToolCall(BaseModel):
     """A call of one of this server's tools that confirms the diagnosis.
 
-    String argument values may contain ``{data_path}``, ``{config_path}`` or ``{log_path}``; diagnose_symptom fills
-    them from its own inputs.
+    String argument values may be ``{data_path}``, ``{config_path}``, ``{log_path}``, ``{backend}`` or ``{nodes}``;
+    diagnose_symptom fills them from its own inputs and lists the ones it cannot fill as missing.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -85,6 +85,9 @@ class FailureMode(BaseModel):
     hang: bool = Field(default=False, description="A silent-hang signal (progress/pending lines, no exception)")
     wrapper: bool = Field(
         default=False, description="A header around a more specific message (dropped when one matched next to it)"
+    )
+    consequence: bool = Field(
+        default=False, description="Usually a symptom of another failure (ranked below a cause found in the same log)"
     )
     cause: str
     fix: list[str] = Field(min_length=1)
@@ -353,11 +356,13 @@ def get_failure_mode(failure_mode_id: str) -> FailureMode | None:
 
 
 def _md(text: str) -> str:
-    return " ".join(text.split())
+    """One line of prose; angle brackets escaped so placeholders like <dir> stay visible."""
+    return " ".join(text.split()).replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _code(text: str) -> str:
-    return _md(text).replace("`", "'")
+    """Inline code (no escaping inside backticks)."""
+    return " ".join(text.split()).replace("`", "'")
 
 
 def _render_call(call: ToolCall) -> str:

@@ -313,8 +313,8 @@ def refused_with(result: Any, codes: set[str]) -> bool:
     """Whether the answer refuses the path with one of ``codes``: as the error code, or named in a result."""
     if result.is_error:
         err = structured_error(result)
-        if err is not None and err["code"] in codes:
-            return True
+        if err is not None and (err["code"] in codes or ("*" in codes and err["code"] != "internal_error")):
+            return True  # "*": any structured refusal will do
         return False
     body = json.dumps(result.structured_content, ensure_ascii=False)
     return any(c in body or (c in REFUSAL_PHRASES and REFUSAL_PHRASES[c].search(body)) for c in codes)

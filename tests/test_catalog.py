@@ -91,8 +91,9 @@ def test_every_regex_compiles_and_matches_its_examples(catalog):
             re.compile(p)
         for ex in fm.examples:
             assert fm.matches(ex), (fm.id, ex)
-        # each pattern is exercised by at least one example or is an alternative spelling of the same message
-        assert any(any(rx.search(ex) for ex in fm.examples) for rx in fm.compiled), fm.id
+        # every single pattern matches at least one real message it is meant for
+        for rx in fm.compiled:
+            assert any(rx.search(ex) for ex in fm.examples), (fm.id, rx.pattern)
 
 
 @pytest.mark.parametrize("line", HEALTHY_LINES)

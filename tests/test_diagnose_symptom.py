@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tracemalloc
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -973,8 +974,8 @@ CASES: list[Case] = [
             "ERROR",
             "Health check failed for server http://10.0.0.5:25001: ConnectError('All connection attempts failed')",
         ),
-        "rollout_health_check_failed",
-        also=["cuda_runtime_error"],
+        "cuda_runtime_error",
+        also=["rollout_health_check_failed"],
     ),
     Case(
         "disk_full_on_save",
@@ -1169,6 +1170,41 @@ def test_case_count_and_catalog_coverage():
 MARKER_MODE_EXEMPT = {"legacy_cli_used"}
 
 
+def _catalog_examples() -> list[tuple[str, str]]:
+    from xtuner_rl_mcp.references.catalog import load_catalog
+
+    return [(fm.id, ex) for fm in load_catalog().failure_mode for ex in fm.examples]
+
+
+def _as_log(fm_id: str, example: str) -> str:
+    """Embed a catalog example the way it reaches a log: raised in a traceback, or logged by XTuner."""
+    from xtuner_rl_mcp.references.catalog import get_failure_mode
+
+    fm = get_failure_mode(fm_id)
+    assert fm is not None
+    healthy = (FIXTURES / "healthy_run.log").read_text(encoding="utf-8")
+    if re.match(r"^\s*[\w.]*(Error|Exception)\b", example) or (fm.severity == "blocker" and ":" in example[:40]):
+        body = tb(
+            *build_frames((f"{X}/rl/rollout/worker.py", 1086, "_launch_server", "raise ...")), exc=example.strip()
+        )
+    else:
+        body = xlog("WARNING" if fm.severity != "blocker" else "ERROR", example.strip()) + "\n"
+    return healthy + body + xlog("INFO", "shutting down", ts="2026-08-21 16:20:00") + "\n"
+
+
+@pytest.mark.parametrize(("fm_id", "example"), _catalog_examples())
+def test_every_catalog_entry_is_diagnosed_from_a_log(fm_id, example):
+    """One case per catalog example: the example inside a realistic log is diagnosed as its entry."""
+    res = _diag(_as_log(fm_id, example), max_findings=10)
+    ids = [f.failure_mode_id for f in res.findings]
+    assert fm_id in ids, (ids, example)
+    if ids[0] != fm_id:  # only another reading of the very same message may outrank it
+        from xtuner_rl_mcp.references.catalog import get_failure_mode
+
+        top = get_failure_mode(ids[0])
+        assert top is not None and top.matches(example), (ids, example)
+
+
 @pytest.mark.parametrize("fm_id", sorted({c.top for c in CASES if c.top} - MARKER_MODE_EXEMPT))
 def test_top_case_text_matches_even_in_marker_mode(fm_id, monkeypatch):
     """Large logs are scanned for error/warning markers only: the realistic cases must still be found."""
@@ -1228,6 +1264,13 @@ def test_unrecognized_errors_are_reported_not_dropped():
     assert "unrecognized" in res.summary
 
 
+@pytest.mark.parametrize("name", ["eval_cfg_bare_assert", "driver_killed_by_oom_killer", "ray_gcs_timeout"])
+def test_explained_lines_are_not_reported_as_unrecognized(name):
+    """A bare exception line closing a traceback whose source line matched is explained, not unrecognized."""
+    case = next(c for c in CASES if c.name == name)
+    assert _diag(case.text).unrecognized_errors == []
+
+
 def test_detail_controls_sizes():
     text = "\n".join(
         xlog("ERROR", f"Health check failed for server http://10.0.0.5:2500{i}: ReadTimeout('')") for i in range(9)
@@ -1240,6 +1283,25 @@ def test_detail_controls_sizes():
     assert len(normal.evidence) == 3 and normal.evidence_omitted == 6
     assert normal.evidence[-1].line == 9  # the latest occurrence is kept
     assert len(summ.evidence) == 1
+
+
+def test_route_names_where_the_fix_belongs():
+    case = next(c for c in CASES if c.name == "ground_truth_missing_ray")
+    res = _diag(case.text)
+    assert [(r.area, r.failure_mode_ids) for r in res.route] == [("data_preparation", ["reward_missing_ground_truth"])]
+    case = next(c for c in CASES if c.name == "not_enough_gpus")
+    assert _diag(case.text).route == []
+
+
+def test_sft_traceback_is_routed_to_sft_training():
+    text = tb(
+        (f"{X}/train/cli/sft.py", 80, "<module>", "main()"),
+        (f"{X}/train/trainer.py", 900, "fit", "loss.backward()"),
+        exc="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.",
+    )
+    res = _diag(text)
+    assert res.findings[0].failure_mode_id == "cuda_out_of_memory"
+    assert [r.area for r in res.route] == ["sft_training"]
 
 
 def test_max_findings_caps_and_counts():
@@ -1302,6 +1364,11 @@ def test_clean_line_prefixes():
     )
     assert clean_line("04/02 11:50:24 - mmengine - WARNING - hello")[::2] == ("hello", "WARNING")
     assert clean_line("[rank0]: KeyError: 'prompt'")[0] == "KeyError: 'prompt'"
+    assert clean_line("2025-04-28 10:00:00,000 - lmdeploy - ERROR - engine.py:781 - Task <EngineMainLoop> failed")[
+        ::2
+    ] == ("Task <EngineMainLoop> failed", "ERROR")
+    assert clean_line("[TM][WARNING] hello")[::2] == ("hello", "WARNING")
+    assert clean_line("ERROR 08-21 16:02:25 [engine.py:123] boom")[::2] == ("boom", "ERROR")
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -1418,6 +1485,26 @@ def test_large_file_streamed_with_bounded_memory(tmp_path):
     assert peak < 40 << 20, peak  # a few chunks, not the file
     # the prefilter decoded only the marker lines (here the one WARNING line of each repeated block)
     assert res.scanned.candidate_lines <= res.scanned.lines // 12
+
+
+def test_flood_of_error_lines_keeps_time_bounded_and_the_tail(tmp_path, monkeypatch):
+    """Millions of distinct error lines: past a budget only the file's tail is matched; line numbers stay exact."""
+    import xtuner_rl_mcp.tools.diagnose_symptom as ds
+
+    monkeypatch.setattr(ds, "MAX_HANDLED_LINES", 2_000)
+    monkeypatch.setattr(ds, "TAIL_BYTES", 1 << 20)
+    monkeypatch.setattr(ds, "CHUNK_BYTES", 256 << 10)
+    p = tmp_path / "flood.log"
+    n = 400_000
+    with open(p, "w") as f:
+        for i in range(n):
+            f.write(f"ValueError: sample {i} rejected by custom filter {i * 7}\n")
+        f.write("AssertionError: Not enough available GPUS in Ray cluster, 4.0 less than 8.\n")
+    res = run(Params(log_path=str(p)), _ctx(tmp_path))
+    assert res.findings[0].failure_mode_id == "ray_not_enough_gpus"
+    assert res.findings[0].evidence[0].line == n + 1
+    assert any("only counted" in note for note in res.scanned.notes)
+    assert res.scanned.lines == n + 1
 
 
 def test_progress_is_reported(tmp_path):

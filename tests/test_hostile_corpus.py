@@ -215,7 +215,7 @@ async def _file_tools(client: Client, root: Path) -> list[tuple[str, dict[str, A
     """(tool, schema, argument, is_list) for every path argument a tool actually opens."""
     tools = (await client.list_tools()).tools
     candidates = [(t.name, t.input_schema, a, lst) for t in tools for a, lst in path_arguments(t.input_schema)]
-    return [c for c in candidates if await reads_path(client, *c, root)]
+    return [c for c in candidates if await reads_path(client, *c, root, enable_checks=True)]
 
 
 async def test_every_file_tool_survives_the_corpus(corpus: dict[str, Path]) -> None:
@@ -230,7 +230,7 @@ async def test_every_file_tool_survives_the_corpus(corpus: dict[str, Path]) -> N
                 if (tool, name) in KNOWN_CRASHES:
                     continue  # covered by test_known_crashes (strict xfail) so that a fix shows up there
                 value = [str(path)] if is_list else str(path)
-                args = minimal_arguments(schema, arg, value)
+                args = minimal_arguments(schema, arg, value, enable_checks=True)
                 try:
                     with anyio.fail_after(CALL_TIMEOUT_S):
                         result = await client.call_tool(tool, args)
@@ -263,7 +263,7 @@ async def test_special_files_are_refused_not_read(corpus: dict[str, Path]) -> No
         for tool, schema, arg, is_list in targets:
             for name, codes in expected.items():
                 value = [str(corpus[name])] if is_list else str(corpus[name])
-                args = with_full_detail(schema, minimal_arguments(schema, arg, value))
+                args = with_full_detail(schema, minimal_arguments(schema, arg, value, enable_checks=True))
                 with anyio.fail_after(CALL_TIMEOUT_S):
                     result = await client.call_tool(tool, args)
                 refused = refused_with(result, codes)
@@ -282,7 +282,7 @@ async def test_permission_denied_is_structured(corpus: dict[str, Path]) -> None:
             pytest.skip("no registered tool takes a path argument yet")
         for tool, schema, arg, is_list in targets:
             value = [str(corpus["permission_000"])] if is_list else str(corpus["permission_000"])
-            args = minimal_arguments(schema, arg, value)
+            args = minimal_arguments(schema, arg, value, enable_checks=True)
             result = await client.call_tool(tool, args)
             text = result.content[0].text
             assert "path_permission_denied" in text, f"{reproducer(tool, args)} -> {text[:300]}"

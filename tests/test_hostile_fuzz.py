@@ -175,14 +175,14 @@ def fuzz_root(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def portal_client(fuzz_root: Path):
-    """One in-memory MCP client over the full server, driven from sync hypothesis tests through a portal."""
+@pytest.fixture(scope="module", params=["auto", "legacy"])
+def portal_client(request, fuzz_root: Path):
+    """One in-memory MCP client over the full server (each protocol era), driven from sync tests through a portal."""
     from mcp import Client
 
     roots = [fuzz_root, SAMPLES] + ([SHARED_DATA] if SHARED_DATA.is_dir() else [])
     with start_blocking_portal(backend="asyncio") as portal:
-        client = Client(make_server(*roots), raise_exceptions=True)
+        client = Client(make_server(*roots), mode=request.param, raise_exceptions=True)
         with portal.wrap_async_context_manager(client) as c:
             tools = portal.call(c.list_tools).tools
             yield portal, c, {t.name: t.input_schema for t in tools}

@@ -53,7 +53,8 @@ def hostile_paths(root: Path) -> dict[str, tuple[str, set[str]]]:
         "dev_zero": ("/dev/zero", {OUTSIDE}),
         "filesystem_root": ("/", {OUTSIDE}),
         "home_expansion": ("~/.bashrc", {OUTSIDE, "path_not_found"}),
-        "nul_byte": ("ok\x00/../../etc/passwd", {"path_invalid", "invalid_arguments"}),
+        # a NUL can never name a file; any structured refusal is right (a command builder says unsafe_shell_value)
+        "nul_byte": ("ok\x00/../../etc/passwd", {"path_invalid", "*"}),
         # not an escape: a tool may refuse it or just not find it; only a crash or a leak would be wrong
         "overlong": ("a/" * 3000, set()),
     }

@@ -53,8 +53,8 @@ async def test_hard_case_no_go_with_both_blockers(mcp_client, tmp_path, shared_d
         "preflight",
         {
             "config": str(config),
-            "train_data": str(train),
-            "eval_data": str(shared_data / "gsm8k_val_example_data.jsonl"),
+            "data_path": str(train),
+            "eval_data_path": str(shared_data / "gsm8k_val_example_data.jsonl"),
             "model_path": str(tmp_path),
             "work_dir": str(tmp_path / "work"),
             "probe_cluster": False,
@@ -106,7 +106,7 @@ def test_duplicates_across_checks_are_merged(tmp_path):
 
 def test_check_input_error_becomes_a_finding(tmp_path):
     cfg = write(tmp_path, "cfg.py", COLOCATED_ASYNC)
-    r = call(tmp_path, config=str(cfg), train_data="/etc/hostname", env=ENV, probe_cluster=False)
+    r = call(tmp_path, config=str(cfg), data_path="/etc/hostname", env=ENV, probe_cluster=False)
     f = next(b for b in r.blockers if b.id == "preflight.check_reward_data_input")
     assert f.owner == "data_preparation" and "outside the allowed roots" in f.title
     assert {c.name: c.status for c in r.checks}["check_reward_data:train"] == "input_error"
@@ -173,8 +173,8 @@ def test_go_returns_the_launch_plan(tmp_path, monkeypatch):
     r = call(
         tmp_path,
         config=str(cfg),
-        train_data=str(data),
-        eval_data=str(data),
+        data_path=str(data),
+        eval_data_path=str(data),
         model_path=str(model),
         work_dir=str(tmp_path / "w"),
         backend="lmdeploy",

@@ -87,6 +87,13 @@ _PREFIXES = [
     re.compile(r"^\[[Rr]ank\s?\d+\]:\s?"),
     # docker compose service prefix: service-1  | message
     re.compile(r"^[\w.-]{1,60}\s+\|\s"),
+    # LMDeploy: 2025-04-28 10:00:00,000 - lmdeploy - ERROR - engine.py:781 - message
+    re.compile(
+        r"^\d{4}-\d\d-\d\d[ T][\d:.,]+\s+-\s+[\w.]{1,40}\s+-\s+" + _LEVEL_WORD + r"\s+-\s+(?:[\w.]+:\d+\s+-\s+)?"
+    ),
+    # TurboMind: [TM][WARNING] message; vLLM: ERROR 08-21 16:02:25 [engine.py:123] message
+    re.compile(r"^\[TM\]\[" + _LEVEL_WORD + r"\]\s*"),
+    re.compile(r"^" + _LEVEL_WORD + r" \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]{1,80}\]\s*"),
     # mmengine: 04/02 11:50:24 - mmengine - WARNING - message
     re.compile(r"^\d\d/\d\d \d\d:\d\d:\d\d - [\w.]{1,40} - " + _LEVEL_WORD + r" - "),
     # logging.basicConfig default: ERROR:logger.name:message
@@ -157,7 +164,11 @@ _ERRORISH_TEXT = re.compile(r"Segmentation fault|core dumped|\bKilled\b|\bFATAL\
 _NUM = re.compile(r"\d+")
 _DIGITS = b"0123456789"
 _FRAME_ANCHOR = b'File "'
-MAX_BORING_CACHE = 50_000
+MAX_BORING_BYTES = 16 << 20
+#: Past this many decoded lines in one source, the rest up to its last TAIL_BYTES is only counted.
+MAX_HANDLED_LINES = 200_000
+TAIL_BYTES = 32 << 20
+MAX_WORKERS = 10_000
 #: Lines read after a traceback start / a pydantic ValidationError header, marked or not.
 FOLLOW_TRACEBACK = 80
 FOLLOW_PYDANTIC = 40
@@ -206,6 +217,7 @@ class WorkerState:
     chain_open: bool = False  # a chain marker was seen: the next traceback continues the chain
     pydantic_until: int = -1  # line number up to which detail lines belong to a ValidationError block
     frame_line: int = -10  # line number of the last 'File "..."' frame line (the next line is source code)
+    tb_matched: bool = False  # a catalog entry matched inside the current traceback (e.g. on a source line)
     last_frame_route: str | None = None
 
 
@@ -239,6 +251,9 @@ class Scanner:
         self.progress = progress
         #: lines (digits removed) that matched nothing and said nothing about tracebacks: seen again, skipped
         self._boring: set[bytes] = set()
+        self._boring_bytes = 0
+        self.handled = 0  # lines decoded and matched (not skipped by the cache)
+        self.notes: list[str] = []
         self._follow = 0  # set by handle_line: how many following lines to read whatever their markers
 
     # ---- reading -----------------------------------------------------------------------------------
@@ -247,8 +262,25 @@ class Scanner:
         anchors = self.pf.full if size <= FULL_SCAN_MAX_BYTES else self.pf.fast
         carry = b""
         line_no = start_line
+        consumed = 0
+        handled_at_start = self.handled
+        skipped = 0
         for chunk in chunks:
             self.bytes += len(chunk)
+            consumed += len(chunk)
+            if self.handled - handled_at_start > MAX_HANDLED_LINES and size - consumed > TAIL_BYTES:
+                # far too many error-looking lines: count lines until the last TAIL_BYTES, where the end of the
+                # run (and usually its cause) is, so time stays bounded and line numbers stay exact
+                buf = carry + chunk if carry else chunk
+                cut = buf.rfind(b"\n")
+                counted = buf.count(b"\n", 0, cut + 1)
+                line_no += counted
+                self.lines += counted
+                carry = buf[cut + 1 :][-MAX_CARRY_BYTES:]
+                skipped += len(chunk)
+                if self.progress:
+                    self.progress(len(chunk))
+                continue
             buf = carry + chunk if carry else chunk
             cut = buf.rfind(b"\n")
             if cut == -1:
@@ -264,61 +296,77 @@ class Scanner:
                 self.progress(len(chunk))
         if carry:
             self._scan_segment(source, carry + b"\n", line_no, anchors)
+        if skipped:
+            self.notes.append(
+                f"{source}: over {MAX_HANDLED_LINES:,} error-looking lines; {skipped >> 20} MiB before the last "
+                f"{TAIL_BYTES >> 20} MiB were only counted, not matched"
+            )
 
     def _scan_segment(self, source: str, seg: bytes, line_no: int, anchors: tuple[bytes, ...]) -> int:
         """Scan one newline-terminated segment; return the line number after it."""
-        starts: dict[int, int] = {}
+        starts: dict[int, tuple[int, int]] = {}  # line start -> (first marker position, line end)
         find = seg.find
+        rfind = seg.rfind
+        size = len(seg)
         for a in anchors:
             frame = a == _FRAME_ANCHOR
             p = find(a)
             while p != -1:
-                ls = seg.rfind(b"\n", 0, p) + 1
-                if ls not in starts:
-                    starts[ls] = p
                 le = find(b"\n", p)
-                if frame and le != -1 and le + 1 < len(seg):  # the source line printed under a frame
-                    starts.setdefault(le + 1, le + 1)
-                p = find(a, le + 1) if le != -1 else -1
+                ls = rfind(b"\n", 0, p) + 1
+                if ls not in starts:
+                    starts[ls] = (p, le)
+                if frame and le + 1 < size:  # the source line printed under a frame
+                    starts.setdefault(le + 1, (le + 1, find(b"\n", le + 1)))
+                p = find(a, le + 1)
         total_lines = seg.count(b"\n")
         self.lines += total_lines
+        if not starts:
+            return line_no + total_lines
         order = sorted(starts)
+        n_order = len(order)
         oi = 0
         pos = 0
         cur = line_no
         follow_end = -1
-        ls = order[0] if order else -1
-        while ls != -1:
-            cur += seg.count(b"\n", pos, ls)
-            pos = ls
-            le = find(b"\n", ls)
-            hit = starts.get(ls, ls)
+        boring = self._boring
+        ls = order[0]
+        while True:
+            entry = starts.get(ls)
+            hit, le = entry if entry is not None else (ls, find(b"\n", ls))
             if le - ls > MAX_LINE_CHARS:
                 lo = max(ls, hit - MAX_LINE_CHARS // 4)
                 raw = seg[lo : min(le, lo + MAX_LINE_CHARS)]
             else:
                 raw = seg[ls:le]
             key = raw.translate(None, _DIGITS)
-            if key in self._boring:
+            if key in boring:
                 self.candidates += 1
-            elif self.handle_line(source, cur, raw.decode("utf-8", "replace"), self._prev_line(seg, ls)):
-                if len(self._boring) < MAX_BORING_CACHE:
-                    self._boring.add(key)
-            if self._follow:  # read the next lines too (traceback frames, pydantic details)
-                end = le
-                for _ in range(self._follow):
-                    nxt = find(b"\n", end + 1)
-                    if nxt == -1:
-                        break
-                    end = nxt
-                follow_end = max(follow_end, end)
-                self._follow = 0
-            while oi < len(order) and order[oi] <= ls:
+            else:
+                cur += seg.count(b"\n", pos, ls)  # line numbers only where a line is reported
+                pos = ls
+                self.handled += 1
+                if self.handle_line(source, cur, raw.decode("utf-8", "replace"), self._prev_line(seg, ls)):
+                    if self._boring_bytes < MAX_BORING_BYTES:
+                        boring.add(key)
+                        self._boring_bytes += len(key) + 50
+                if self._follow:  # read the next lines too (traceback frames, pydantic details)
+                    end = le
+                    for _ in range(self._follow):
+                        nxt = find(b"\n", end + 1)
+                        if nxt == -1:
+                            break
+                        end = nxt
+                    follow_end = max(follow_end, end)
+                    self._follow = 0
+            while oi < n_order and order[oi] <= ls:
                 oi += 1
             if le + 1 <= follow_end:
                 ls = le + 1
+            elif oi < n_order:
+                ls = order[oi]
             else:
-                ls = order[oi] if oi < len(order) else -1
+                break
         return line_no + total_lines
 
     @staticmethod
@@ -336,15 +384,18 @@ class Scanner:
         if not text:
             return True
         self.candidates += 1
+        if worker not in self.workers and len(self.workers) >= MAX_WORKERS:
+            worker = ""
         ws = self.workers.setdefault(worker, WorkerState())
         kind: Literal["exception", "detail", "log", "frame"] = "log"
         root = False
         exc = None
+        closes_matched_tb = False
         if _TRACEBACK in text:
             self._follow = FOLLOW_TRACEBACK
             if not ws.chain_open:
                 ws.chain_len = 0
-            ws.in_traceback, ws.chain_open = True, False
+            ws.in_traceback, ws.chain_open, ws.tb_matched = True, False, False
             return False
         if text.startswith(_CHAIN):
             ws.chain_open = True
@@ -363,6 +414,7 @@ class Scanner:
             if exc and (exc.start() == 0 or ws.in_traceback or level in _ERRORISH_LEVEL or exc.group("inner")):
                 kind = "exception"
                 if ws.in_traceback:
+                    closes_matched_tb = ws.tb_matched
                     ws.chain_len += 1
                     root = ws.chain_len == 1  # Python prints the original cause first
                     if ws.last_frame_route:
@@ -389,7 +441,9 @@ class Scanner:
             context = clean_line(prev_raw)[0][:200]
         for idx in matched:
             self._record(idx, Hit(source, line_no, text[:600], kind, level, root, context))
-        if matched or kind in ("frame", "detail"):
+        if matched and ws.in_traceback:
+            ws.tb_matched = True
+        if matched or kind in ("frame", "detail") or closes_matched_tb:
             return False
         if kind == "exception" and exc is not None and (exc.group("inner") or exc.group("type") in _WRAPPERS):
             return False  # a wrapper: the error it carries is printed below it
@@ -447,7 +501,8 @@ class Params(BaseModel):
         default=None,
         description="A log file, or a directory such as <work_dir>/<timestamp>/logs: every *.log, *.txt, *.out, "
         f"*.err below it (depth {MAX_DIR_DEPTH}, newest first, at most {MAX_FILES} files) is read. Must be inside "
-        "the server's allowed roots. Large files are streamed; over 1 GiB only the last 1 GiB is read.",
+        "the server's allowed roots. Files are streamed; over 1 GiB only the last 1 GiB is read; over 4 MiB only lines "
+        "carrying an error/warning marker (exception name, ERROR/WARNING level, traceback) are matched.",
     )
     config_path: str | None = Field(
         default=None,
@@ -607,7 +662,7 @@ def _text_chunks(text: str) -> Iterator[bytes]:
 # --------------------------------------------------------------------------------------------------------
 
 
-def _confidence(fm: Any, st: EntryState, any_specific: bool, any_error_blocker: bool) -> float:
+def _confidence(fm: Any, st: EntryState, any_specific: bool, any_error_blocker: bool, any_cause: bool) -> float:
     score = 0.35 + 0.1 * fm.specificity
     if st.best_kind_rank >= _KIND_RANK["detail"]:
         score += 0.06
@@ -618,6 +673,8 @@ def _confidence(fm: Any, st: EntryState, any_specific: bool, any_error_blocker: 
         score -= 0.25  # a generic wrapper next to a specific cause
     if fm.hang and any_error_blocker:
         score -= 0.3
+    if fm.consequence and any_cause:
+        score -= 0.25  # e.g. failed health checks after the engine ran out of memory
     if fm.severity == "warning":
         score -= 0.15
     elif fm.severity == "info":
@@ -759,6 +816,7 @@ def run(params: Params, ctx: RunContext) -> Result:
         sources.append(str(path))
     if omitted_files:
         notes.append(f"{omitted_files} more log files were not read (newest first, limits)")
+    notes.extend(scanner.notes)
 
     backend = max(scanner.backend_hints, key=lambda k: scanner.backend_hints[k]) if scanner.backend_hints else None
     values = {
@@ -819,12 +877,13 @@ def run(params: Params, ctx: RunContext) -> Result:
 def _rank(catalog: Any, scanner: Scanner, values: dict[str, Any], params: Params) -> list[Diagnosis]:
     by_id = catalog.by_id
     items = [(by_id[i], st) for i, st in scanner.states.items()]
-    any_specific = any(fm.specificity >= 4 and not fm.hang for fm, _ in items)
+    any_specific = any(fm.specificity >= 4 and not fm.hang and not fm.consequence for fm, _ in items)
     any_error_blocker = any(fm.severity == "blocker" and not fm.hang for fm, _ in items)
+    any_cause = any(fm.severity == "blocker" and not fm.hang and not fm.consequence for fm, _ in items)
     items = [(fm, st) for fm, st in items if not (fm.wrapper and _subsumed(fm, st, items))]
     ranked = []
     for fm, st in items:
-        conf = _confidence(fm, st, any_specific, any_error_blocker)
+        conf = _confidence(fm, st, any_specific, any_error_blocker, any_cause)
         ranked.append((conf, fm, st))
     ranked.sort(key=lambda t: (-t[0], {"blocker": 0, "warning": 1, "info": 2}[t[1].severity], t[2].first_order))
     out: list[Diagnosis] = []

@@ -82,12 +82,12 @@ class Params(BaseModel):
     model_config = params_model_config()
 
     config: str = Field(description="Path of the XTuner RL config (.py), inside the server's allowed roots")
-    train_data: str | None = Field(
+    data_path: str | None = Field(
         default=None,
         description="Training JSONL (file, dir or glob), exported as DATA_PATH. Default: the train task's anno_path "
         "when the config resolves it to a literal, else env DATA_PATH",
     )
-    eval_data: str | None = Field(
+    eval_data_path: str | None = Field(
         default=None,
         description="Eval JSONL, exported as EVAL_DATA_PATH. Default: the eval task's anno_path when it resolves, "
         "else env EVAL_DATA_PATH",
@@ -261,8 +261,8 @@ def planned_env(p: Params) -> tuple[dict[str, str], dict[str, str], str | None]:
     added: dict[str, str] = {}
     for var, val in (
         ("MODEL_PATH", p.model_path),
-        ("DATA_PATH", p.train_data),
-        ("EVAL_DATA_PATH", p.eval_data),
+        ("DATA_PATH", p.data_path),
+        ("EVAL_DATA_PATH", p.eval_data_path),
         ("WORK_DIR", p.work_dir),
     ):
         if val is not None and (p.env is None or var not in p.env):
@@ -360,7 +360,10 @@ def run(params: Params, ctx: RunContext) -> Result:
         "config_edit",
     )
     data: dict[str, tuple[str | None, str]] = {}
-    for role, given, var in (("train", params.train_data, "DATA_PATH"), ("eval", params.eval_data, "EVAL_DATA_PATH")):
+    for role, given, var in (
+        ("train", params.data_path, "DATA_PATH"),
+        ("eval", params.eval_data_path, "EVAL_DATA_PATH"),
+    ):
         from_config, judger = task_data(insp, role)
         data[role] = (given or from_config or env.get(var), judger)
     (train_path, train_judger), (eval_path, eval_judger) = data["train"], data["eval"]
@@ -377,8 +380,8 @@ def run(params: Params, ctx: RunContext) -> Result:
                             "warning",
                             "data_format_other",
                             "The training data was not checked",
-                            evidence="train_data was not given and the config's anno_path could not be resolved",
-                            fix="Pass train_data=<path to the training .jsonl>.",
+                            evidence="data_path was not given and the config's anno_path could not be resolved",
+                            fix="Pass data_path=<path to the training .jsonl>.",
                             owner="data_preparation",
                         ),
                     )
