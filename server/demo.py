@@ -168,7 +168,9 @@ def _print_step(n: int, record: dict[str, Any]) -> None:
 
 def run_demo(allow_roots: list[str] | None, as_json: bool = False) -> int:
     """Run the scenario; exit 0 when every available step answered (findings are expected, errors are not)."""
-    roots = [str(samples_dir()), *(allow_roots or [])]
+    from .security import resolve_roots
+
+    roots = [str(samples_dir()), *resolve_roots(allow_roots).describe()]
     if not as_json:
         print("xtuner-rl-mcp demo: plan and check a GRPO run on GSM8K, 1 node x 8 GPUs, LMDeploy")
         print(f"(server spawned over stdio; sample data in {roots[0]})")
