@@ -845,12 +845,13 @@ def plot(data: dict[str, Any], path: Path) -> str | None:
         xs = [row["size_mb"] for row in sizes if name in row["peers"]]
         ax_t.plot(xs, [row["peers"][name]["time_s"] for row in sizes if name in row["peers"]], "o-", label=name)
         ax_m.plot(xs, [row["peers"][name]["peak_rss_mb"] for row in sizes if name in row["peers"]], "o-", label=name)
-    for ax, ylabel in ((ax_t, "work time (s, median)"), (ax_m, "peak RSS (MB, median)")):
+    for ax, ylabel in ((ax_t, "work time (s, median, log)"), (ax_m, "peak RSS (MB, median, linear from 0)")):
         ax.set_xscale("log")
-        ax.set_yscale("log")
         ax.set_xlabel("file size (MB)")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
+    ax_t.set_yscale("log")  # linear growth shows as a straight line of slope 1
+    ax_m.set_ylim(bottom=0)  # a linear axis from 0, so that flat memory looks flat and growth is not exaggerated
     ax_t.set_title("check_reward_data: time vs size")
     ax_m.set_title("check_reward_data: peak memory vs size")
     ax_m.legend(fontsize=8)
@@ -862,6 +863,26 @@ def plot(data: dict[str, Any], path: Path) -> str | None:
 
 def _f(x: Any, nd: int = 2) -> str:
     return f"{x:.{nd}f}" if isinstance(x, (int, float)) and x == x else "—"
+
+
+def _scaling_notes(sizes: list[dict[str, Any]]) -> list[str]:
+    """How time and peak memory grow from the smallest to the largest file, per peer (computed, not asserted)."""
+    if len(sizes) < 2:
+        return []
+    first, last = sizes[0], sizes[-1]
+    notes = [
+        f"From {first['size_mb']} MB to {last['size_mb']} MB ({last['size_mb'] / first['size_mb']:.0f}x the data):"
+    ]
+    for name in first["peers"]:
+        a, b = first["peers"][name], last["peers"].get(name)
+        if not b or a["time_s"] != a["time_s"] or b["time_s"] != b["time_s"]:
+            continue
+        per_m_lines = (b["peak_rss_mb"] - a["peak_rss_mb"]) / max(1, (last["lines"] - first["lines"]) / 1e6)
+        notes.append(
+            f"- {name}: time x{b['time_s'] / a['time_s']:.0f}, peak RSS {a['peak_rss_mb']:.0f} → "
+            f"{b['peak_rss_mb']:.0f} MB ({per_m_lines:+.1f} MB per million lines)"
+        )
+    return [*notes, ""]
 
 
 def render_markdown(rep: dict[str, Any]) -> str:
@@ -988,6 +1009,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
                     f"{_f(e['peak_rss_mb'], 0)} | | 1 |"
                 )
             out += ["", "![time and memory against size](scaling.png)", ""]
+            out += _scaling_notes(data["sizes"])
             out += [f"Note: {n}" for n in data.get("notes", [])] + [""]
     diag = rep.get("diagnose")
     if diag:

@@ -185,7 +185,15 @@ def _wait_ready(cluster: RayCluster, deadline: float) -> None:
         while time.monotonic() < end:
             alive = [n for n in gc.get_all_node_info(timeout=2).values() if n.state == 0]
             if len(alive) >= int(sys.argv[2]):
-                sys.exit(0)
+                # Registered is not yet visible: wait until the resource view (what `ray status` and the
+                # autoscaler SDK report) counts every node's GPUs too.
+                from ray.autoscaler.v2.sdk import get_cluster_status
+                try:
+                    gpus = get_cluster_status(sys.argv[1]).total_resources().get("GPU", 0)
+                except Exception:
+                    gpus = -1
+                if gpus >= float(sys.argv[4]):
+                    sys.exit(0)
             time.sleep(0.1)
         sys.exit(1)
         """
@@ -193,7 +201,15 @@ def _wait_ready(cluster: RayCluster, deadline: float) -> None:
     left = max(1.0, deadline - time.monotonic())
     env = dict(cluster.env, RAY_py_gcs_connect_timeout_s="5", RAY_gcs_rpc_server_connect_timeout_s="2")
     r = subprocess.run(
-        [sys.executable, "-c", code, cluster.gcs_address, str(len(cluster.nodes)), str(left)],
+        [
+            sys.executable,
+            "-c",
+            code,
+            cluster.gcs_address,
+            str(len(cluster.nodes)),
+            str(left),
+            str(sum(n.num_gpus for n in cluster.nodes)),
+        ],
         env=env,
         capture_output=True,
         text=True,

@@ -61,7 +61,7 @@ DEFAULT_LIST_CAP = 50
 class Finding(BaseModel):
     """One problem or observation, shared by every tool."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str = Field(description="Stable identifier, e.g. 'data.missing_ground_truth'; safe to match on")
     severity: Severity = Field(description="blocker: the run will fail; warning: likely wrong; info: note")
@@ -79,6 +79,9 @@ class Finding(BaseModel):
 
 class ToolResult(BaseModel):
     """Base of every tool result: opens with a one-line summary an agent can quote."""
+
+    # Validators are built on first use, so a tool that is listed but never called costs less at start.
+    model_config = ConfigDict(defer_build=True)
 
     summary: str = Field(description="One line an agent can quote")
 
@@ -253,4 +256,4 @@ class ToolSpec:
 
 def params_model_config() -> ConfigDict:
     """Model config for tool parameter models: unknown arguments are an error."""
-    return ConfigDict(extra="forbid")
+    return ConfigDict(extra="forbid", defer_build=True)
