@@ -27,7 +27,7 @@ def _wait_block(script: str) -> str:
     return "set -euo pipefail\n" + script[start : script.index("# 4. ", start)]
 
 
-def _run_wait(ray_cluster, gpus_per_node: int) -> subprocess.CompletedProcess:
+def _run_wait(ray_cluster, gpus_per_node: int, wait_s: int = 1) -> subprocess.CompletedProcess:
     nodes = len(ray_cluster.nodes)
     plan = run(
         Params(
@@ -36,7 +36,7 @@ def _run_wait(ray_cluster, gpus_per_node: int) -> subprocess.CompletedProcess:
             nodes=nodes,
             gpus_per_node=gpus_per_node,
             head_address="127.0.0.2",
-            wait_timeout_s=1,
+            wait_timeout_s=wait_s,
         ),
         RunContext(),
     )
@@ -51,7 +51,8 @@ def test_wait_loop_reads_real_ray_status(ray_cluster) -> None:
     per_node = {int(n.num_gpus) for n in ray_cluster.nodes}
     assert len(per_node) == 1, "the shared cluster's nodes advertise different GPU counts"
     total = int(ray_cluster.total("GPU"))
-    ok = _run_wait(ray_cluster, per_node.pop())
+    # A node's GPUs can reach `ray status` a moment after it registered: let the loop retry, as on a real cluster.
+    ok = _run_wait(ray_cluster, per_node.pop(), wait_s=60)
     assert ok.returncode == 0, ok.stderr
     assert f"Ray cluster shows {total} GPUs (need {total})." in ok.stdout
 
