@@ -264,40 +264,34 @@ def _bound_names(stmts: list[ast.stmt], out: dict[str, ast.AST | None], star: li
                 _bound_names(case.body, out, star)
 
 
-def _is_environ(node: ast.AST) -> bool:
-    if isinstance(node, ast.Attribute) and node.attr == "environ":
-        return isinstance(node.value, ast.Name) and node.value.id == "os"
-    return isinstance(node, ast.Name) and node.id == "environ"
-
-
-def _const_str(node: ast.AST | None) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-
-
-def _required_env(tree: ast.AST) -> dict[str, int]:
+def _required_env(tree: ast.Module) -> dict[str, int]:
     """Names read as ``os.environ["X"]`` (KeyError when unset), with the first line.
 
-    A name the file also probes with ``os.environ.get``, ``os.getenv`` or ``"X" in os.environ`` counts as guarded
-    (e.g. ``int(os.environ["N"]) if os.environ.get("N") else None``) and is left out.
+    The reads come from ``config_ast.collect_env_reads`` (shared with inspect_config). A name the file also probes
+    with ``os.environ.get``, ``os.getenv`` or ``"X" in os.environ`` counts as guarded (e.g.
+    ``int(os.environ["N"]) if os.environ.get("N") else None``) and is left out.
     """
+    from .config_ast import collect_env_reads
+
     found: dict[str, int] = {}
     guarded: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environ(node.value):
-            name = _const_str(node.slice)
-            if name is not None:
-                found.setdefault(name, node.lineno)
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute):
-            func = node.func
-            is_get = func.attr == "get" and _is_environ(func.value)
-            is_getenv = func.attr == "getenv" and isinstance(func.value, ast.Name) and func.value.id == "os"
-            name = _const_str(node.args[0])
-            if (is_get or is_getenv) and name is not None:
-                guarded.add(name)
-        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
-            name = _const_str(node.left)
-            if name is not None and _is_environ(node.comparators[0]):
-                guarded.add(name)
+    for read in collect_env_reads(tree):
+        if read.name is None:
+            continue
+        if read.required:
+            found.setdefault(read.name, read.line)
+        else:
+            guarded.add(read.name)
+    for node in ast.walk(tree):  # "X" in os.environ
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            left, right = node.left, node.comparators[0]
+            if (
+                isinstance(left, ast.Constant)
+                and isinstance(left.value, str)
+                and isinstance(right, ast.Attribute)
+                and right.attr == "environ"
+            ):
+                guarded.add(left.value)
     return {name: line for name, line in found.items() if name not in guarded}
 
 
