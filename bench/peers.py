@@ -1,7 +1,9 @@
 """What each measured child process runs: our scans and the peer loops they are compared with.
 
-``python bench/peers.py measure -- CMD...`` runs CMD and prints ``{"wall_s", "peak_rss_mb", "rc"}``: wall time and
-the peak RSS of CMD's process tree (``RUSAGE_CHILDREN`` of this fresh wrapper, so earlier runs never leak into it).
+``python bench/peers.py measure -- CMD...`` runs CMD and prints ``{"wall_s", "peak_rss_mb", "rc", ...}``: wall time
+and the peak RSS of CMD's whole process tree -- the larger of the biggest single process (``RUSAGE_CHILDREN`` of this
+fresh wrapper, so earlier runs never leak into it) and the tree's summed RSS sampled from /proc every 50 ms (what
+worker processes hold together).
 The other subcommands are the workloads: ``scan`` (our scanner), ``tool`` (a tool's ``run``), ``jsonschema``,
 ``orjson``.
 Every workload prints one JSON line with what it found, so the runner can check that peers agree.
@@ -10,9 +12,11 @@ Every workload prints one JSON line with what it found, so the runner can check 
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,17 +41,60 @@ RECORD_SCHEMA: dict[str, Any] = {
 }
 
 
-def measure(cmd: list[str]) -> dict[str, Any]:
+def _tree_rss_kb(root: int) -> int:
+    """Summed resident memory (kB) of ``root`` and all its descendants right now, read from /proc."""
+    parents: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        pid = int(entry)
+        parents.setdefault(int(fields[1]), []).append(pid)
+        rss[pid] = int(fields[21]) * PAGE_KB
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(parents.get(pid, ()))
+    return total
+
+
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def measure(cmd: list[str], sample_s: float = 0.05) -> dict[str, Any]:
+    """Run ``cmd``; its wall time, the largest single process's peak RSS (rusage) and the peak of the whole
+    process tree's summed RSS (sampled from /proc every ``sample_s``: what several worker processes use together).
+    """
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak_tree = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(sample_s):
+            peak_tree[0] = max(peak_tree[0], _tree_rss_kb(proc.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
     wall = time.perf_counter() - t0
-    rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # kilobytes on Linux
+    done.set()
+    sampler.join()
+    rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # kilobytes on Linux: the largest process
     return {
         "wall_s": wall,
-        "peak_rss_mb": rss_kb / 1024,
+        "peak_rss_mb": max(rss_kb, peak_tree[0]) / 1024,
+        "peak_process_rss_mb": rss_kb / 1024,
         "rc": proc.returncode,
-        "stdout_tail": proc.stdout.decode("utf-8", "replace")[-2000:],
-        "stderr_tail": proc.stderr.decode("utf-8", "replace")[-1000:],
+        "stdout_tail": out.decode("utf-8", "replace")[-2000:],
+        "stderr_tail": err.decode("utf-8", "replace")[-1000:],
     }
 
 

@@ -409,6 +409,114 @@ def test_ranges_cut_anywhere_merge_to_the_single_pass(tmp_path):
     assert single.codes["truncated_last_line"] == 1 and single.lines == data.count(b"\n") + 1
 
 
+def _tricky_lines() -> list[bytes]:
+    """Lines aimed at the block decode (lines joined into one JSON array): each must be judged as on its own."""
+    a, b = GOOD.rstrip(b"\n"), line(gt("73")).rstrip(b"\n")
+    multi = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "6*12? ####"}]
+    parts = [{"role": "user", "content": [{"type": "text", "text": "6*12? ####"}]}]
+    dapo = good(data_source="math_dapo", prompt=[{"role": "user", "content": "6*12? Answer: $Answer"}])
+    geo = good(data_source="hiyouga/geometry3k", prompt=[{"role": "user", "content": "x? \\boxed{}"}])
+    return [
+        a + b"," + b,  # two records on one line: one comma-separated element too many
+        a + b" " + b,
+        a + b",",
+        b"," + a,
+        b",",
+        b"[",
+        b"]",
+        b"",
+        b"   ",
+        a + b"\r",  # CRLF: whitespace to JSON, a valid line
+        b"\xef\xbb\xbf" + a,
+        a[:-1] + b', "n": ' + b"7" * 4301 + b"}",  # over json.loads' digit limit, inside a member msgspec skips
+        a[:-1] + b', "s": "\xff\xfe"}',  # invalid UTF-8 inside a skipped member
+        a[:-1] + b', "s": "ok\x00"}',
+        line(good(prompt=multi)).rstrip(b"\n"),
+        line(good(prompt=parts)).rstrip(b"\n"),
+        line(dapo).rstrip(b"\n"),
+        line(geo).rstrip(b"\n"),
+        line(good(data_source="my/own")).rstrip(b"\n"),
+        line(gt("0")).rstrip(b"\n"),
+        line(gt("-0")).rstrip(b"\n"),
+        line(gt("007")).rstrip(b"\n"),
+        line(gt("-12.50")).rstrip(b"\n"),
+        line(gt(7)).rstrip(b"\n"),
+        line(gt(None)).rstrip(b"\n"),
+        b'{"data_source": "", "data_source": "openai/gsm8k"' + a[a.index(b",") :],  # duplicate key, last wins
+    ]
+
+
+def _line_by_line(path: Path, opts) -> tuple:
+    """The reference: every line through the single-line path, never the block decode."""
+    res = jsonl_scan.RangeResult(str(path), 0, path.stat().st_size)
+    scan = jsonl_scan._RangeScan(res, opts)
+    data = path.read_bytes()
+    *whole, last = data.split(b"\n")
+    for raw in whole:
+        scan.line(raw + b"\n")
+    if last:
+        scan.line(last)
+    hashes = res.stats.hashes
+    distinct = sorted(set(hashes))
+    res.hashed, res.duplicates_within = len(hashes), len(hashes) - len(distinct)
+    res.hashes_sorted = jsonl_scan.array("q", distinct).tobytes()
+    res.hash_domain = jsonl_scan.HASH_DOMAIN
+    res.stats.hashes = jsonl_scan.array("q")
+    return _signature(jsonl_scan.merge_ranges(str(path), [res], opts))
+
+
+@pytest.mark.parametrize("judger", ["auto", "gsm8k", "dapo_math", "geo3k", "generic"])
+def test_block_decode_agrees_with_line_by_line(tmp_path, monkeypatch, judger):
+    """Each tricky line alone among clean ones (so its block is otherwise clean), then all of them in one file."""
+    tricky = _tricky_lines()
+    clean = [line(gt(str(i))) for i in range(40)]
+    files = []
+    for i, t in enumerate(tricky):
+        files.append(b"".join([*clean[i % 7 : i % 7 + 9], t + b"\n", *clean[:20]]))
+    files.append(b"".join(files))
+    opts = jsonl_scan.ScanOptions(judger=judger, max_examples_per_code=10_000)
+    p = tmp_path / "tricky.jsonl"
+    flagged = 0
+    for data in files:
+        p.write_bytes(data)
+        expected = _line_by_line(p, opts)
+        flagged += expected[2] > 0
+        for block in (1 << 20, 8192, 1500, 300):
+            monkeypatch.setattr(jsonl_scan, "BLOCK_BYTES", block)
+            got = jsonl_scan.merge_ranges(str(p), [jsonl_scan.scan_range(str(p), 0, None, opts)], opts)
+            assert _signature(got) == expected, (judger, block, data[-300:])
+    assert flagged >= len(tricky) // 2  # the reference does see the broken lines
+
+
+def test_clean_blocks_take_the_block_path(tmp_path, monkeypatch):
+    """A file of clean lines is judged a block at a time; the per-line path is not entered."""
+    p = tmp_path / "clean.jsonl"
+    p.write_bytes(b"".join(line(gt(str(i))) for i in range(5000)))
+    calls = []
+    original = jsonl_scan._RangeScan.verdict
+
+    def counted(self, o, raw):
+        calls.append(raw)
+        original(self, o, raw)
+
+    monkeypatch.setattr(jsonl_scan._RangeScan, "verdict", counted)
+    fr = jsonl_scan.scan_file(str(p), jsonl_scan.ScanOptions())
+    assert fr.valid == fr.lines == 5000 and fr.invalid == 0
+    assert len(calls) <= 2  # at most the line straddling each block end (file is under two blocks)
+
+
+def test_count_duplicates_across_signed_buckets():
+    from array import array
+
+    vals = [-(2**63), -(2**63) + 1, -5, -1, 0, 1, 7, 2**62, 2**63 - 1]
+    a = array("q", sorted(vals))
+    b = array("q", sorted([-5, 0, 2**63 - 1, 42]))
+    c = array("q", sorted([-(2**63), 42, 3]))
+    assert jsonl_scan.count_duplicates([a, b, c]) == 5  # -5, 0, 2**63-1, 42, -(2**63)
+    assert jsonl_scan.count_duplicates([a]) == 0
+    assert jsonl_scan.count_duplicates([]) == 0
+
+
 @pytest.fixture(scope="module")
 def big_file(tmp_path_factory) -> Path:
     """About 9 MB: over the in-process limit, so the tool splits it over processes."""

@@ -5,16 +5,22 @@ workers by value, so it must not import anything else from this package.
 
 How a line is judged:
 
-* hot path: one typed ``msgspec`` decode of the contract (``references/schemas/rl-sample.schema.json``) plus a few
-  cheap checks. A line that passes has no issue of any severity and only feeds the statistics.
+* hot path, a block (about 1 MiB of whole lines) at a time: the block is checked as bytes (UTF-8, digit runs), its
+  lines are decoded by one typed ``msgspec`` call as the elements of a JSON array (the contract of
+  ``references/schemas/rl-sample.schema.json`` as msgspec types), and the contract's remaining rules and the
+  statistics run column-wise over the decoded block in C-level ``map`` calls. A block only passes when every line in
+  it has no issue of any severity.
+* a block that does not pass is judged line by line: the same typed decode and quick checks per line, and a line
+  that still fails takes the precise path.
 * anything else takes the precise path: the bytes are decoded the way XTuner's dataset does (strict UTF-8, stdlib
   ``json``), every rule below gives a stable code, and ``jsonschema`` explains the first failing lines per code.
 
 The unit of work is a byte range of one file: a range owns every line whose first byte lies inside it, so ranges
 cut anywhere can be scanned independently (processes, Ray tasks) and merged into exactly the single-pass result.
-Memory stays bounded whatever the file size: lines are read one at a time (an over-long line is skipped in 1 MiB
-pieces, never held), counters keep at most ``MAX_COUNTER_KEYS`` keys, prompt lengths go into a bucket histogram and
-duplicate detection keeps 8 bytes per prompt (capped at ``DUP_HASH_CAP``).
+Memory stays bounded whatever the file size: the file is read a block at a time (an over-long line is skipped in
+1 MiB pieces, never held), counters keep at most ``MAX_COUNTER_KEYS`` keys, prompt lengths go into a bucket
+histogram and duplicate detection keeps 8 bytes per distinct prompt of a range (capped at ``DUP_HASH_CAP``), merged
+in buckets of the hash's top bits.
 
 Entry points: ``scan_file`` (one file, this process), ``scan_range`` + ``merge_ranges`` (parallel use),
 ``worker_main`` (a local worker process, driven by check_reward_data over stdin/stdout).
@@ -22,15 +28,17 @@ Entry points: ``scan_file`` (one file, this process), ``scan_range`` + ``merge_r
 
 from __future__ import annotations
 
-import heapq
 import json
 import os
 import re
-import zlib
 from array import array
+from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from itertools import chain, repeat
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -98,6 +106,14 @@ MAX_COUNTER_KEYS = 200
 OTHER = "<other>"
 #: Prompt hashes kept for duplicate detection (8 bytes each): beyond this, duplicates are checked on a prefix.
 DUP_HASH_CAP = 4_000_000
+#: Prompts are told apart by Python's 64-bit ``hash()`` of their text (SipHash, a third of the cost of crc32 plus a
+#: copy). It is salted per process unless PYTHONHASHSEED is fixed, so each range records this token: hashes are only
+#: compared between ranges scanned under the same salt (the worker processes and Ray tasks get PYTHONHASHSEED=0).
+HASH_DOMAIN = hash("xtuner-rl-mcp duplicate prompts")
+#: Duplicates are counted bucket by bucket on the hash's top bits, so the transient set is 1/16 of the hashes.
+DUP_BUCKET_BITS = 4
+#: Bytes read per block; a line inside a block is never longer than a block, so blocks never exceed the line limit.
+BLOCK_BYTES = 1 << 20
 
 BOM = b"\xef\xbb\xbf"
 NUL = b"\x00"
@@ -110,6 +126,8 @@ DAPO_ANSWER_RE = re.compile(r"(?i)answer\s*:")
 #: json.loads (like int()) refuses integers with more digits than this (sys.get_int_max_str_digits() default).
 INT_DIGITS_LIMIT = 4300
 LONG_DIGITS_RE = re.compile(rb"[0-9]{4301}")
+#: A run of 4301 digits covers at least 4 consecutive multiples of 1024: four digits in a row of ``block[::1024]``.
+LONG_DIGITS_HINT_RE = re.compile(rb"[0-9]{4}")
 
 # --------------------------------------------------------------------------------------------------------
 # The contract as msgspec types (hot path). Stricter than or equal to the JSON Schema: a line that decodes here
@@ -143,6 +161,9 @@ class _Line(Struct, gc=False):
 
 
 _DECODER = msgspec.json.Decoder(_Line)
+#: A block's lines are decoded as one JSON array; a valid record closes it, so the array never ends in a comma.
+_BLOCK_DECODER = msgspec.json.Decoder(list[_Line])
+_BLOCK_SENTINEL = b'{"prompt":[{"role":"-","content":"-"}],"data_source":"-","reward_model":{"ground_truth":"-"}}'
 
 # --------------------------------------------------------------------------------------------------------
 # Results
@@ -174,7 +195,8 @@ class Stats:
     empty_prompts: int = 0
     #: prompt length in characters -> count; exact below 1024, 7 significant bits above
     length_hist: dict[int, int] = field(default_factory=dict)
-    hashes: list[int] = field(default_factory=list)
+    #: ``hash()`` of each prompt text, while scanning a range
+    hashes: array = field(default_factory=lambda: array("q"))
 
 
 @dataclass
@@ -191,7 +213,12 @@ class RangeResult:
     codes: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[Example]] = field(default_factory=dict)
     stats: Stats = field(default_factory=Stats)
+    #: the distinct prompt hashes of the range, sorted (array "q" bytes), and the salt they were made with
     hashes_sorted: bytes = b""
+    hash_domain: int = 0
+    #: prompts hashed in the range, and how many of them repeat an earlier prompt of the same range
+    hashed: int = 0
+    duplicates_within: int = 0
     error: str | None = None  # the range could not be read (e.g. a Ray worker without the file)
 
 
@@ -207,7 +234,10 @@ class FileResult:
     stats: Stats = field(default_factory=Stats)
     duplicate_prompts: int = 0
     duplicate_checked: int = 0
+    #: the kept ranges' distinct hashes, their salt, and the duplicates found inside those ranges (cross-file counts)
     hash_arrays: list[array] = field(default_factory=list, repr=False)
+    hash_domain: int = 0
+    duplicates_within: int = 0
     error: str | None = None
 
 
@@ -264,7 +294,7 @@ def _record_prompt(st: Stats, roles: Iterable[str], text: str) -> None:
     if not text or text.isspace():
         st.empty_prompts += 1
     if len(st.hashes) < DUP_HASH_CAP:
-        st.hashes.append(zlib.crc32(text.encode("utf-8", "surrogatepass")) | ((total & 0xFFFFFFFF) << 32))
+        st.hashes.append(hash(text))
 
 
 def _line_judger(judger: str, data_source: Any) -> str:
@@ -470,8 +500,22 @@ def _judger_rules(
             issues.append(("geo3k_prompt_no_boxed_marker", "/prompt", "no message asks for the answer in \\boxed{}"))
 
 
+def _struct_prompt(msgs: list[_Message]) -> tuple[str, list[str]]:
+    """The prompt text (message texts joined by newlines) and roles of a typed decode, as ``_prompt_text`` reads them."""
+    texts = []
+    for m in msgs:
+        c = m.content
+        if type(c) is str:
+            texts.append(c)
+        else:
+            for part in c:
+                if part.type == "text" and type(part.text) is str:
+                    texts.append(part.text)
+    return "\n".join(texts), [m.role for m in msgs]
+
+
 def _quick_ok(o: _Line, judger: str, st: Stats) -> bool:
-    """Hot-path checks on a typed decode; True (and statistics recorded) only when the line has no issue at all."""
+    """Hot-path checks on one typed decode; True (and statistics recorded) only when the line has no issue at all."""
     gt = o.reward_model.ground_truth
     if gt is None or gt == "":
         return False
@@ -482,17 +526,7 @@ def _quick_ok(o: _Line, judger: str, st: Stats) -> bool:
         text = first
         roles: Iterable[str] = (msgs[0].role,)
     else:
-        texts = []
-        for m in msgs:
-            c = m.content
-            if type(c) is str:
-                texts.append(c)
-            else:
-                for part in c:
-                    if part.type == "text" and type(part.text) is str:
-                        texts.append(part.text)
-        text = "\n".join(texts)
-        roles = [m.role for m in msgs]
+        text, roles = _struct_prompt(msgs)
     if not text or text.isspace():
         return False
     lj = judger if judger != "auto" else KNOWN_SOURCES.get(ds, "generic")
@@ -512,7 +546,7 @@ def _quick_ok(o: _Line, judger: str, st: Stats) -> bool:
                 return False
         elif lj == "geo3k" and "boxed" not in text:
             return False
-    # statistics, inlined (this runs for every clean line); same results as _record_prompt
+    # statistics, inlined (this runs for every clean line of a block that did not pass whole); as _record_prompt
     counter = st.data_sources
     if ds in counter:
         counter[ds] += 1
@@ -531,7 +565,99 @@ def _quick_ok(o: _Line, judger: str, st: Stats) -> bool:
     hist[b] = hist.get(b, 0) + 1
     hashes = st.hashes
     if len(hashes) < DUP_HASH_CAP:
-        hashes.append(zlib.crc32(text.encode("utf-8", "surrogatepass")) | ((total & 0xFFFFFFFF) << 32))
+        hashes.append(hash(text))
+    return True
+
+
+_get_prompt = attrgetter("prompt")
+_get_source = attrgetter("data_source")
+_get_truth = attrgetter("reward_model.ground_truth")
+_get_content = attrgetter("content")
+_get_role = attrgetter("role")
+_first = itemgetter(0)
+_is_one = (1).__eq__
+_JSON_TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+
+
+def _tally(values: list) -> dict:
+    """Counts in first-seen order; one C-level ``list.count`` when every value is the first (the usual block)."""
+    if values and values.count(values[0]) == len(values):
+        return {values[0]: len(values)}
+    return Counter(values)
+
+
+def _block_ok(objs: list[_Line], judger: str, st: Stats) -> bool:
+    """Column-wise ``_quick_ok`` over a decoded block: True, with every line's statistics recorded, only when every
+    line of the block is clean; False (nothing recorded) sends the block to the line-by-line path.
+
+    Every test is a C-level ``map``/``all``/``Counter`` over a column, so a clean block costs little Python per line.
+    """
+    sources = _tally(list(map(_get_source, objs)))
+    if judger == "auto":
+        kinds = {KNOWN_SOURCES.get(s, "generic") for s in sources}
+        if len(kinds) != 1:
+            return False
+        lj = kinds.pop()
+    else:
+        lj = judger
+        expected = EXPECTED_SOURCE.get(lj)
+        if expected is not None and (len(sources) != 1 or expected not in sources):
+            return False
+    truths = list(map(_get_truth, objs))
+    if lj == "generic":
+        if None in truths or "" in truths:
+            return False
+    else:
+        if not all(map(isinstance, truths, repeat(str))) or "" in truths:
+            return False
+        if lj == "gsm8k" and not (
+            all(map(str.isdigit, truths)) and all(map(str.isascii, truths)) and "0" not in map(_first, truths)
+        ):  # not all plain integers: the regex decides
+            if "-0" in truths or not all(map(GSM8K_CANONICAL_RE.fullmatch, truths)):
+                return False
+    prompts = list(map(_get_prompt, objs))
+    texts: list[str] | None = None
+    if all(map(_is_one, map(len, prompts))):
+        firsts = list(map(_first, prompts))
+        texts = list(map(_get_content, firsts))
+        if all(map(isinstance, texts, repeat(str))):
+            roles = _tally(list(map(_get_role, firsts)))
+        else:
+            texts = None
+    if texts is None:  # several messages or content parts
+        texts, roles = [], Counter()
+        for msgs in prompts:
+            text, rs = _struct_prompt(msgs)
+            texts.append(text)
+            roles.update(rs)
+    if not all(texts) or any(map(str.isspace, texts)):
+        return False
+    if lj == "gsm8k":
+        if -1 in map(str.rfind, texts, repeat("####")):
+            return False
+    elif lj == "dapo_math":
+        if not all(map(DAPO_ANSWER_RE.search, texts)):
+            return False
+    elif lj == "geo3k" and -1 in map(str.find, texts, repeat("boxed")):
+        return False
+    # every line is clean: record the block's statistics in first-seen order, as line-by-line recording would
+    for key, n in sources.items():
+        _bump(st.data_sources, key, n)
+    if lj == "generic":
+        for t, n in Counter(map(type, truths)).items():
+            _bump(st.ground_truth_types, _JSON_TYPE_NAMES.get(t, t.__name__), n)
+    else:
+        _bump(st.ground_truth_types, "string", len(truths))
+    for key, n in roles.items():
+        _bump(st.prompt_roles, key, n)
+    lengths = list(map(len, texts))
+    hist = st.length_hist
+    for k, n in Counter(lengths).items():
+        b = k if k < 1024 else _length_bucket(k)
+        hist[b] = hist.get(b, 0) + n
+    room = DUP_HASH_CAP - len(st.hashes)
+    if room > 0:
+        st.hashes.extend(map(hash, texts[:room] if room < len(texts) else texts))
     return True
 
 
@@ -671,6 +797,109 @@ def _slow_stats(obj: Any, judger: str, st: Stats) -> None:
         _record_prompt(st, [m["role"] for m in messages], _prompt_text(messages))
 
 
+class _RangeScan:
+    """The verdicts of one range's lines, fed a block or a line at a time; results accumulate in ``res``."""
+
+    def __init__(self, res: RangeResult, opts: ScanOptions) -> None:
+        self.res = res
+        self.acc = _Acc(res, opts)
+        self.st = res.stats
+        self.judger = opts.judger
+        self.limit = max(1, opts.max_line_bytes)
+        self.idx = 0  # 0-based index of the next line inside the range
+
+    def block(self, body: bytes) -> None:
+        """Whole lines, each ending in a newline and no longer than a block."""
+        objs = _decode_block(body)
+        if objs is None:  # something in the bytes needs a closer look: every line on its own
+            for raw in body.split(b"\n")[:-1]:
+                self.line(raw + b"\n")
+            return
+        if _block_ok(objs, self.judger, self.st):
+            n = len(objs)
+            res = self.res
+            res.lines += n
+            res.valid += n
+            res.bytes += len(body)
+            self.idx += n
+            return
+        for o, raw in zip(objs, body.split(b"\n")[:-1], strict=True):  # i-th element = i-th line (_decode_block)
+            self.verdict(o, raw + b"\n")
+
+    def line(self, raw: bytes) -> None:
+        """One line (newline included unless it is the file's last), at most the line limit long."""
+        try:
+            o = _DECODER.decode(raw)
+            if not raw.isascii():
+                raw.decode("utf-8")  # msgspec does not check UTF-8 inside the members it skips
+            if len(raw) > INT_DIGITS_LIMIT and LONG_DIGITS_RE.search(raw):
+                o = None  # json.loads refuses integers this long; msgspec may skip over them
+        except Exception:  # DecodeError/ValidationError, UnicodeDecodeError, RecursionError: precise path decides
+            o = None
+        self.verdict(o, raw)
+
+    def verdict(self, o: _Line | None, raw: bytes) -> None:
+        """Judge one line given its typed decode (None: it did not decode or its bytes need the precise path)."""
+        res = self.res
+        res.lines += 1
+        res.bytes += len(raw)
+        terminated = raw.endswith(b"\n")
+        if o is not None and _quick_ok(o, self.judger, self.st):
+            if terminated:
+                res.valid += 1
+            else:
+                self.acc.add(self.idx, raw, [NO_FINAL_NEWLINE])
+        else:
+            issues, obj = analyze_line(raw, last_unterminated=not terminated, judger=self.judger)
+            if not terminated and not any(c in BLOCKING for c, _, _ in issues):
+                issues.append(NO_FINAL_NEWLINE)
+            if obj is not None:
+                _slow_stats(obj, self.judger, self.st)
+            self.acc.add(self.idx, raw, issues, obj, schema=obj is not None)
+        self.idx += 1
+
+    def too_long(self, head: bytes, n: int) -> None:
+        """A line of ``n`` bytes over the limit, of which only ``head`` was read."""
+        res = self.res
+        res.lines += 1
+        res.bytes += n
+        self.acc.add(self.idx, head, [("line_too_long", "", f"line is {n} bytes, over the {self.limit}-byte limit")])
+        self.idx += 1
+
+
+def _has_long_digits(body: bytes) -> bool:
+    """Whether ``body`` holds a run of over 4300 digits, looking closely only where a 1-in-1024 sample says so."""
+    for hint in LONG_DIGITS_HINT_RE.finditer(body[::1024]):
+        at = hint.start() * 1024
+        if LONG_DIGITS_RE.search(body, max(0, at - INT_DIGITS_LIMIT - 1), at + 4 * 1024 + INT_DIGITS_LIMIT + 1):
+            return True
+    return False
+
+
+def _decode_block(body: bytes) -> list[_Line] | None:
+    """The typed decode of every line of ``body`` (whole lines), or None when any line needs the line-by-line path.
+
+    The lines become the elements of one JSON array: each newline turns into a comma. An element can neither span
+    lines (no JSON token holds a raw newline) nor be missing (an empty line leaves two commas in a row), so the
+    decode succeeds with exactly one element per line -- unless a line holds several comma-separated values, which
+    the element count against the newline count catches. The bytes checks msgspec does not make come first.
+    """
+    if not body.isascii():
+        try:
+            body.decode("utf-8")  # msgspec does not check UTF-8 inside the members it skips
+        except UnicodeDecodeError:
+            return None
+    if len(body) > INT_DIGITS_LIMIT and _has_long_digits(body):
+        return None  # json.loads refuses integers of over 4300 digits; msgspec may skip over them
+    array_text = body.replace(b"\n", b"\n,")  # one byte longer per line: the length difference counts the lines
+    try:
+        objs = _BLOCK_DECODER.decode(b"".join((b"[", array_text, _BLOCK_SENTINEL, b"]")))
+    except Exception:  # DecodeError/ValidationError, RecursionError: some line is not a clean record
+        return None
+    objs.pop()
+    return objs if len(objs) == len(array_text) - len(body) else None
+
+
 def scan_range(
     path: str,
     start: int = 0,
@@ -686,13 +915,11 @@ def scan_range(
         return RangeResult(path, start, start, error=f"cannot read {path}: {exc.strerror or exc}")
     end = size if end is None else min(end, size)
     res = RangeResult(path, start, end)
-    acc = _Acc(res, opts)
-    st = res.stats
-    limit = max(1, opts.max_line_bytes)
-    judger = opts.judger
-    decode = _DECODER.decode
+    scan = _RangeScan(res, opts)
+    limit = scan.limit
+    block_bytes = min(BLOCK_BYTES, limit)  # so a line inside a block is never over the limit
     try:
-        f = open(path, "rb", buffering=1 << 20)
+        f = open(path, "rb", buffering=min(BLOCK_BYTES, 1 << 16))
     except OSError as exc:
         res.error = f"cannot read {path}: {exc.strerror or exc}"
         return res
@@ -701,56 +928,43 @@ def scan_range(
         if start > 0:
             f.seek(start - 1)
             pos = start - 1 + _skip_line(f)
-        readline = f.readline
-        idx = 0
+        read, readline = f.read, f.readline
         report_every = 8 << 20
         next_report = pos + report_every
         while pos < end:
-            line = readline(limit + 1)
-            if not line:
+            chunk = read(min(block_bytes, end - pos))
+            if not chunk:
                 break
-            n = len(line)
-            terminated = line[-1] == 10  # b"\n"
-            if not terminated and n > limit:  # over the limit: report, never load the rest
-                n += _skip_line(f)
-                pos += n
-                res.lines += 1
-                res.bytes += n
-                acc.add(idx, line, [("line_too_long", "", f"line is {n} bytes, over the {limit}-byte limit")])
-                idx += 1
-                continue
-            pos += n
-            res.lines += 1
-            res.bytes += n
-            try:
-                o = decode(line)
-                if not line.isascii():
-                    line.decode("utf-8")  # msgspec does not check UTF-8 inside the members it skips
-                if n > INT_DIGITS_LIMIT and LONG_DIGITS_RE.search(line):
-                    o = None  # json.loads refuses integers this long; msgspec may skip over them
-            except Exception:  # DecodeError/ValidationError, UnicodeDecodeError, RecursionError: precise path decides
-                o = None
-            if o is not None and _quick_ok(o, judger, st):
-                if terminated:
-                    res.valid += 1
-                else:
-                    acc.add(idx, line, [NO_FINAL_NEWLINE])
+            pos += len(chunk)
+            cut = chunk.rfind(b"\n") + 1
+            if cut == len(chunk):
+                scan.block(chunk)
+                continue_line = b""
             else:
-                last_unterminated = not terminated
-                issues, obj = analyze_line(line, last_unterminated=last_unterminated, judger=judger)
-                if last_unterminated and not any(c in BLOCKING for c, _, _ in issues):
-                    issues.append(NO_FINAL_NEWLINE)
-                if obj is not None:
-                    _slow_stats(obj, judger, st)
-                acc.add(idx, line, issues, obj, schema=obj is not None)
-            idx += 1
+                if cut:
+                    scan.block(chunk[:cut])
+                continue_line = chunk[cut:]
+            if continue_line:  # the block ends inside a line that starts in this range: finish it
+                tail = readline(limit + 1 - len(continue_line))
+                pos += len(tail)
+                raw = continue_line + tail
+                if raw.endswith(b"\n") or len(raw) <= limit:  # whole, or the file's unterminated last line
+                    scan.line(raw)
+                else:  # over the limit: report it, never load the rest
+                    extra = _skip_line(f)
+                    pos += extra
+                    scan.too_long(raw, len(raw) + extra)
             if on_bytes is not None and pos >= next_report:
                 on_bytes(pos - start)
                 next_report = pos + report_every
     res.end = max(end, pos)
-    hashes = array("Q", sorted(st.hashes[:DUP_HASH_CAP]))
-    res.hashes_sorted = hashes.tobytes()
-    st.hashes = []
+    hashes = res.stats.hashes[:DUP_HASH_CAP]
+    distinct = sorted(set(hashes))
+    res.hashed = len(hashes)
+    res.duplicates_within = len(hashes) - len(distinct)
+    res.hashes_sorted = array("q", distinct).tobytes()
+    res.hash_domain = HASH_DOMAIN
+    res.stats.hashes = array("q")
     return res
 
 
@@ -779,8 +993,9 @@ def merge_ranges(path: str, parts: list[RangeResult], opts: ScanOptions) -> File
     errors = [p.error for p in parts if p.error]
     if errors:
         out.error = errors[0]
-    hash_arrays: list[array] = []
     kept = 0
+    kept_all = True
+    out.hash_domain = _main_domain((p.hash_domain, p.hashed) for p in parts)
     for part in parts:
         base = out.lines + 1
         out.lines += part.lines
@@ -795,17 +1010,17 @@ def merge_ranges(path: str, parts: list[RangeResult], opts: ScanOptions) -> File
                 if len(bucket) >= opts.max_examples_per_code:
                     break
                 bucket.append(replace(ex, line=ex.line + base))
-        if part.hashes_sorted and kept < DUP_HASH_CAP:
-            arr = array("Q")
+        # duplicates are checked on a prefix of whole ranges that fits the cap, among ranges hashed alike
+        kept_all = kept_all and kept + part.hashed <= DUP_HASH_CAP
+        if kept_all and part.hashed and part.hash_domain == out.hash_domain:
+            kept += part.hashed
+            out.duplicates_within += part.duplicates_within
+            arr = array("q")
             arr.frombytes(part.hashes_sorted)
-            if kept + len(arr) > DUP_HASH_CAP:  # keep a prefix: re-sort is cheap at this size
-                arr = array("Q", sorted(arr[: DUP_HASH_CAP - kept]))
-            kept += len(arr)
-            hash_arrays.append(arr)
+            out.hash_arrays.append(arr)
     out.stats = merge_stats(p.stats for p in parts)
     out.duplicate_checked = kept
-    out.duplicate_prompts = count_duplicates(hash_arrays)
-    out.hash_arrays = hash_arrays
+    out.duplicate_prompts = out.duplicates_within + count_duplicates(out.hash_arrays)
     return out
 
 
@@ -823,18 +1038,19 @@ def merge_stats(parts: Iterable[Stats]) -> Stats:
 
 
 def duplicates_across(files: list[FileResult]) -> tuple[int, int]:
-    """(duplicate prompts, prompts checked) over several files' hash arrays, within the global cap."""
+    """(duplicate prompts, prompts checked) over several files, on a prefix of whole files within the global cap."""
     arrays: list[array] = []
-    kept = 0
+    within = kept = 0
+    domain = _main_domain((fr.hash_domain, fr.duplicate_checked) for fr in files)
     for fr in files:
-        for arr in fr.hash_arrays:
-            if kept >= DUP_HASH_CAP:
-                break
-            if kept + len(arr) > DUP_HASH_CAP:
-                arr = array("Q", sorted(arr[: DUP_HASH_CAP - kept]))
-            arrays.append(arr)
-            kept += len(arr)
-    return count_duplicates(arrays), kept
+        if fr.hash_domain != domain:
+            continue
+        if kept + fr.duplicate_checked > DUP_HASH_CAP:
+            break
+        arrays.extend(fr.hash_arrays)
+        within += fr.duplicates_within
+        kept += fr.duplicate_checked
+    return within + count_duplicates(arrays), kept
 
 
 def range_from_dict(d: dict) -> RangeResult:
@@ -842,19 +1058,45 @@ def range_from_dict(d: dict) -> RangeResult:
     d = dict(d)
     stats = Stats(**d.pop("stats"))
     stats.length_hist = {int(k): v for k, v in stats.length_hist.items()}
+    stats.hashes = array("q", stats.hashes)
     examples = {code: [Example(**e) for e in exs] for code, exs in d.pop("examples").items()}
     return RangeResult(**d, stats=stats, examples=examples)
 
 
+def _main_domain(sizes: Iterable[tuple[int, int]]) -> int:
+    """The hash salt most prompts were hashed with (normally the only one; a range rescanned elsewhere may differ)."""
+    total: dict[int, int] = {}
+    for domain, n in sizes:
+        total[domain] = total.get(domain, 0) + n
+    return max(total, key=total.__getitem__) if total else 0
+
+
 def count_duplicates(sorted_arrays: list[array]) -> int:
-    """Number of items equal to an earlier one, over already-sorted arrays (streaming, O(1) extra memory)."""
-    dup = 0
-    prev = None
-    for h in heapq.merge(*sorted_arrays):
-        if h == prev:
-            dup += 1
-        prev = h
-    return dup
+    """Items equal to an item of another array, over arrays that are each sorted and free of repeats.
+
+    Distinct values are counted bucket by bucket on the top ``DUP_BUCKET_BITS`` bits (sorted arrays give each
+    bucket as one slice), so the transient set holds a sixteenth of the hashes; the work is C-level set building.
+    """
+    arrays = [a for a in sorted_arrays if len(a)]
+    if len(arrays) < 2:
+        return 0
+    total = sum(map(len, arrays))
+    distinct = 0
+    los = [0] * len(arrays)
+    step = 1 << (64 - DUP_BUCKET_BITS)
+    for bucket in range(1, (1 << DUP_BUCKET_BITS) + 1):
+        hi = bucket * step - (1 << 63)  # signed 64-bit values
+        pieces = []
+        for i, arr in enumerate(arrays):
+            j = bisect_left(arr, hi, los[i]) if bucket < 1 << DUP_BUCKET_BITS else len(arr)
+            if j > los[i]:
+                pieces.append(arr[los[i] : j])
+                los[i] = j
+        if len(pieces) == 1:
+            distinct += len(pieces[0])
+        elif pieces:
+            distinct += len(set(chain.from_iterable(pieces)))
+    return total - distinct
 
 
 def percentile(hist: dict[int, int], total: int, q: float) -> int | None:
