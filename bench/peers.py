@@ -41,6 +41,9 @@ RECORD_SCHEMA: dict[str, Any] = {
 }
 
 
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
 def _tree_rss_kb(root: int) -> int:
     """Summed resident memory (kB) of ``root`` and all its descendants right now, read from /proc."""
     parents: dict[int, list[int]] = {}
@@ -63,9 +66,6 @@ def _tree_rss_kb(root: int) -> int:
         total += rss.get(pid, 0)
         todo.extend(parents.get(pid, ()))
     return total
-
-
-PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 def measure(cmd: list[str], sample_s: float = 0.05) -> dict[str, Any]:

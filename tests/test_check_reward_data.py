@@ -456,13 +456,7 @@ def _line_by_line(path: Path, opts) -> tuple:
         scan.line(raw + b"\n")
     if last:
         scan.line(last)
-    hashes = res.stats.hashes
-    distinct = sorted(set(hashes))
-    res.hashed, res.duplicates_within = len(hashes), len(hashes) - len(distinct)
-    res.hashes_sorted = jsonl_scan.array("q", distinct).tobytes()
-    res.hash_domain = jsonl_scan.HASH_DOMAIN
-    res.stats.hashes = jsonl_scan.array("q")
-    return _signature(jsonl_scan.merge_ranges(str(path), [res], opts))
+    return _signature(jsonl_scan.merge_ranges(str(path), [scan.finish()], opts))
 
 
 @pytest.mark.parametrize("judger", ["auto", "gsm8k", "dapo_math", "geo3k", "generic"])

@@ -829,12 +829,8 @@ class _RangeScan:
     def line(self, raw: bytes) -> None:
         """One line (newline included unless it is the file's last), at most the line limit long."""
         try:
-            o = _DECODER.decode(raw)
-            if not raw.isascii():
-                raw.decode("utf-8")  # msgspec does not check UTF-8 inside the members it skips
-            if len(raw) > INT_DIGITS_LIMIT and LONG_DIGITS_RE.search(raw):
-                o = None  # json.loads refuses integers this long; msgspec may skip over them
-        except Exception:  # DecodeError/ValidationError, UnicodeDecodeError, RecursionError: precise path decides
+            o = None if _needs_precise(raw) else _DECODER.decode(raw)
+        except Exception:  # DecodeError/ValidationError, RecursionError: the precise path decides
             o = None
         self.verdict(o, raw)
 
@@ -866,6 +862,18 @@ class _RangeScan:
         self.acc.add(self.idx, head, [("line_too_long", "", f"line is {n} bytes, over the {self.limit}-byte limit")])
         self.idx += 1
 
+    def finish(self) -> RangeResult:
+        """Close the range: its distinct prompt hashes, sorted, in place of the per-line list."""
+        res = self.res
+        hashes = res.stats.hashes[:DUP_HASH_CAP]
+        distinct = sorted(set(hashes))
+        res.hashed = len(hashes)
+        res.duplicates_within = len(hashes) - len(distinct)
+        res.hashes_sorted = array("q", distinct).tobytes()
+        res.hash_domain = HASH_DOMAIN
+        res.stats.hashes = array("q")
+        return res
+
 
 def _has_long_digits(body: bytes) -> bool:
     """Whether ``body`` holds a run of over 4300 digits, looking closely only where a 1-in-1024 sample says so."""
@@ -876,6 +884,17 @@ def _has_long_digits(body: bytes) -> bool:
     return False
 
 
+def _needs_precise(raw: bytes) -> bool:
+    """Bytes msgspec would accept but XTuner's ``json.loads`` would not: invalid UTF-8 inside the members msgspec
+    skips, or an integer of over 4300 digits it may skip over."""
+    if not raw.isascii():
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return True
+    return len(raw) > INT_DIGITS_LIMIT and _has_long_digits(raw)
+
+
 def _decode_block(body: bytes) -> list[_Line] | None:
     """The typed decode of every line of ``body`` (whole lines), or None when any line needs the line-by-line path.
 
@@ -884,13 +903,8 @@ def _decode_block(body: bytes) -> list[_Line] | None:
     decode succeeds with exactly one element per line -- unless a line holds several comma-separated values, which
     the element count against the newline count catches. The bytes checks msgspec does not make come first.
     """
-    if not body.isascii():
-        try:
-            body.decode("utf-8")  # msgspec does not check UTF-8 inside the members it skips
-        except UnicodeDecodeError:
-            return None
-    if len(body) > INT_DIGITS_LIMIT and _has_long_digits(body):
-        return None  # json.loads refuses integers of over 4300 digits; msgspec may skip over them
+    if _needs_precise(body):
+        return None
     array_text = body.replace(b"\n", b"\n,")  # one byte longer per line: the length difference counts the lines
     try:
         objs = _BLOCK_DECODER.decode(b"".join((b"[", array_text, _BLOCK_SENTINEL, b"]")))
@@ -919,7 +933,7 @@ def scan_range(
     limit = scan.limit
     block_bytes = min(BLOCK_BYTES, limit)  # so a line inside a block is never over the limit
     try:
-        f = open(path, "rb", buffering=min(BLOCK_BYTES, 1 << 16))
+        f = open(path, "rb", buffering=1 << 16)  # blocks are read whole; the buffer serves readline
     except OSError as exc:
         res.error = f"cannot read {path}: {exc.strerror or exc}"
         return res
@@ -937,17 +951,13 @@ def scan_range(
                 break
             pos += len(chunk)
             cut = chunk.rfind(b"\n") + 1
-            if cut == len(chunk):
-                scan.block(chunk)
-                continue_line = b""
-            else:
-                if cut:
-                    scan.block(chunk[:cut])
-                continue_line = chunk[cut:]
-            if continue_line:  # the block ends inside a line that starts in this range: finish it
-                tail = readline(limit + 1 - len(continue_line))
+            if cut:
+                scan.block(chunk[:cut])  # the whole chunk (no copy) when it ends with a newline
+            head = chunk[cut:]
+            if head:  # the block ends inside a line that starts in this range: finish it
+                tail = readline(limit + 1 - len(head))
                 pos += len(tail)
-                raw = continue_line + tail
+                raw = head + tail
                 if raw.endswith(b"\n") or len(raw) <= limit:  # whole, or the file's unterminated last line
                     scan.line(raw)
                 else:  # over the limit: report it, never load the rest
@@ -958,14 +968,7 @@ def scan_range(
                 on_bytes(pos - start)
                 next_report = pos + report_every
     res.end = max(end, pos)
-    hashes = res.stats.hashes[:DUP_HASH_CAP]
-    distinct = sorted(set(hashes))
-    res.hashed = len(hashes)
-    res.duplicates_within = len(hashes) - len(distinct)
-    res.hashes_sorted = array("q", distinct).tobytes()
-    res.hash_domain = HASH_DOMAIN
-    res.stats.hashes = array("q")
-    return res
+    return scan.finish()
 
 
 # --------------------------------------------------------------------------------------------------------
