@@ -885,8 +885,8 @@ def _has_long_digits(body: bytes) -> bool:
 
 
 def _needs_precise(raw: bytes) -> bool:
-    """Bytes msgspec would accept but XTuner's ``json.loads`` would not: invalid UTF-8 inside the members msgspec
-    skips, or an integer of over 4300 digits it may skip over."""
+    """Bytes msgspec would accept but XTuner's reader would not (strict UTF-8 + stdlib ``json``, cited in
+    references/schemas/rl-sample.schema.json): invalid UTF-8 inside members msgspec skips, or a 4301+ digit integer."""
     if not raw.isascii():
         try:
             raw.decode("utf-8")
