@@ -74,7 +74,7 @@ def main() -> None:
     ap.add_argument("--warn-every", type=int, default=13)
     ap.add_argument("--dir", default=None)
     args = ap.parse_args()
-    from xtuner_rl_mcp.tools.common import PathPolicy, RunContext
+    from xtuner_rl_mcp.core import PathPolicy, RunContext
     from xtuner_rl_mcp.tools.diagnose_symptom import Params, run
 
     grep = shutil.which("grep")

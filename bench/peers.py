@@ -138,7 +138,7 @@ def _tool_run(tool: str, arguments: dict[str, Any], root: Path) -> dict[str, Any
     """Run a tool's own ``run`` in this process exactly as the server would, minus MCP."""
     import importlib
 
-    from xtuner_rl_mcp.tools.common import PathPolicy, RunContext
+    from xtuner_rl_mcp.core import PathPolicy, RunContext
 
     module = importlib.import_module(f"xtuner_rl_mcp.tools.{tool}")
     spec = module.SPEC

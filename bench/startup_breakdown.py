@@ -21,8 +21,8 @@ def main() -> dict[str, object]:
 
     out["import_sdk_ms"] = (t() - t0) * 1000
     t0 = t()
+    from xtuner_rl_mcp.core import PathPolicy
     from xtuner_rl_mcp.server import app, cli, registry  # noqa: F401 - timing the import
-    from xtuner_rl_mcp.tools.common import PathPolicy
 
     out["import_server_modules_ms"] = (t() - t0) * 1000
     tool_imports: dict[str, float] = {}

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..tools.common import CATEGORIES, Category, Severity
+from ..core import CATEGORIES, Category, Severity
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -25,7 +25,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
 from .. import __version__
-from ..tools.common import PathPolicy, RunContext, ToolInputError, ToolSpec
+from ..core import PathPolicy, RunContext, ToolInputError, ToolSpec
 from . import registry
 
 log = logging.getLogger("xtuner_rl_mcp")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..tools.common import ToolSpec
+from ..core import ToolSpec
 
 #: One module under tools/ per tool; each defines ``SPEC: ToolSpec``.
 TOOL_MODULES: tuple[str, ...] = (

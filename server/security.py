@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-from ..tools.common import PathPolicy
+from ..core import PathPolicy
 
 ALLOW_ROOTS_ENV = "XTUNER_RL_MCP_ALLOW_ROOTS"
 TOKEN_ENV_DEFAULT = "XTUNER_RL_MCP_TOKEN"

@@ -27,8 +27,8 @@ def shared_data() -> Path:
 
 
 def make_server(*roots: Path, specs=None):
+    from xtuner_rl_mcp.core import PathPolicy
     from xtuner_rl_mcp.server.app import build_server
-    from xtuner_rl_mcp.tools.common import PathPolicy
 
     return build_server(PathPolicy.from_strings([str(r) for r in roots] or [os.getcwd()]), specs=specs)
 

@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
+from xtuner_rl_mcp.core import CATEGORIES, PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.references import docs
 from xtuner_rl_mcp.tools.build_rl_command import Params, analyse_config_text, run
-from xtuner_rl_mcp.tools.common import CATEGORIES, PathPolicy, RunContext, ToolInputError
 
 FLAGS = {"sglang": "XTUNER_USE_SGLANG", "vllm": "XTUNER_USE_VLLM", "lmdeploy": "XTUNER_USE_LMDEPLOY"}
 

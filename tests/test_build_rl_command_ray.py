@@ -12,8 +12,8 @@ import subprocess
 import sys
 
 import pytest
+from xtuner_rl_mcp.core import RunContext
 from xtuner_rl_mcp.tools.build_rl_command import Params, run
-from xtuner_rl_mcp.tools.common import RunContext
 
 pytestmark = [
     pytest.mark.ray,

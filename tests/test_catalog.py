@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from xtuner_rl_mcp.core import CATEGORIES
 from xtuner_rl_mcp.references import catalog as cat
-from xtuner_rl_mcp.tools.common import CATEGORIES
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path("/work/.mirror/InternLM+xtuner/repo")

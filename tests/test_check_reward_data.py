@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from xtuner_rl_mcp.core import CATEGORIES, PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.tools import jsonl_scan
 from xtuner_rl_mcp.tools.check_reward_data import CODES, FILE_CODES, Params, check_path, run
-from xtuner_rl_mcp.tools.common import CATEGORIES, PathPolicy, RunContext, ToolInputError
 
 GSM8K_INSTR = ' Let\'s think step by step and output the final answer after "####".'
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.tools.check_reward_data import Params, run
-from xtuner_rl_mcp.tools.common import PathPolicy, RunContext, ToolInputError
 
 from .ray_cluster import dead_address
 from .test_check_reward_data import GOOD, _corpus_lines

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from xtuner_rl_mcp.tools.common import PathPolicy, RunContext, ToolInputError
+from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.tools.diagnose_symptom import Params, clean_line, run
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "logs"

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from xtuner_rl_mcp.tools.common import PathPolicy, RunContext, ToolInputError
+from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.tools.inspect_config import Params, run
 
 from .conftest import SAMPLES

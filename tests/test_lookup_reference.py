@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from xtuner_rl_mcp.core import RunContext, ToolInputError
 from xtuner_rl_mcp.references import docs
 from xtuner_rl_mcp.tools import lookup_reference as lr
-from xtuner_rl_mcp.tools.common import RunContext, ToolInputError
 
 R = "xtuner-rl://references/"
 F = "xtuner-rl://failure-modes/"

@@ -38,13 +38,22 @@ def test_wheel_contents(wheel):
         "xtuner_rl_mcp/__init__.py",
         "xtuner_rl_mcp/skill.md",
         "xtuner_rl_mcp/server/app.py",
-        "xtuner_rl_mcp/tools/common.py",
         "xtuner_rl_mcp/references/failure_modes.toml",
         "xtuner_rl_mcp/references/troubleshooting.md",
         "xtuner_rl_mcp/references/schemas/rl-sample.schema.json",
         "xtuner_rl_mcp/references/samples/gsm8k_train_sample.jsonl",
     ]:
         assert required in names, required
+    # Every module of the package (each layer's folder) ships: a folder missing from pyproject's list fails here.
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True, check=True)
+    modules = [
+        f"xtuner_rl_mcp/{path}"
+        for path in tracked.stdout.split()
+        if not path.startswith(("tests/", "bench/", ".ci/", "references/samples/"))
+    ]
+    assert len(modules) > 20
+    missing = [m for m in modules if m not in names]
+    assert not missing, missing
     assert not any(n.startswith(("xtuner_rl_mcp/tests/", "xtuner_rl_mcp/bench/")) for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "xtuner-rl-mcp = xtuner_rl_mcp.server.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()

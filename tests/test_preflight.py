@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from xtuner_rl_mcp.core import PathPolicy, RunContext
 from xtuner_rl_mcp.tools import preflight, probe_environment
-from xtuner_rl_mcp.tools.common import PathPolicy, RunContext
 
 from .xtuner_config_samples import COLOCATED_ASYNC, DISAGGREGATED, ENV, mutate, write
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+from xtuner_rl_mcp.core import PathPolicy, RunContext
 from xtuner_rl_mcp.tools import ray_cluster as rc
-from xtuner_rl_mcp.tools.common import PathPolicy, RunContext
 from xtuner_rl_mcp.tools.probe_environment import (
     NO_BACKEND_MESSAGE,
     Expected,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 from pydantic import BaseModel, Field
-from xtuner_rl_mcp.tools.common import ToolInputError, ToolResult, ToolSpec
+from xtuner_rl_mcp.core import ToolInputError, ToolResult, ToolSpec
 
 from .conftest import make_server
 

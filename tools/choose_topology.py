@@ -16,8 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from . import resource_rules as rr
-from .common import (
+from ..core import (
     DEFAULT_LIST_CAP,
     Detail,
     Finding,
@@ -30,6 +29,7 @@ from .common import (
     params_model_config,
     sort_findings,
 )
+from . import resource_rules as rr
 
 Topology = Literal["colocated_sync", "colocated_async", "disaggregated"]
 Priority = Literal["simplicity", "throughput", "on_policy"]

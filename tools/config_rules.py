@@ -10,8 +10,8 @@ import ast
 import re
 from typing import Any
 
+from ..core import Finding, dedupe_findings, sort_findings
 from . import xtuner_classes as xc
-from .common import Finding, dedupe_findings, sort_findings
 from .config_ast import Coll, Evaluation, Func, Lit, Obj, Unres, Val, coll_get, elements, evaluate, to_python
 from .inspect_config import REF, CPUPool, ResourcePool, Setting, TaskInfo
 

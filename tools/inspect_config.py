@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from .common import (
+from ..core import (
     DEFAULT_LIST_CAP,
     Detail,
     Finding,

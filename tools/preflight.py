@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .common import (
+from ..core import (
     DEFAULT_LIST_CAP,
     Detail,
     Finding,

@@ -20,8 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from . import resource_rules as rr
-from .common import (
+from ..core import (
     DEFAULT_LIST_CAP,
     Detail,
     Finding,
@@ -35,6 +34,7 @@ from .common import (
     params_model_config,
     sort_findings,
 )
+from . import resource_rules as rr
 from .ray_cluster import SRC_PG_REUSE, SRC_RAY_INIT, RaySnapshot, classify_address, probe_cluster
 
 REF = "xtuner-rl://references/cluster-and-backends"

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .common import DEFAULT_LIST_CAP, cap
+from ..core import DEFAULT_LIST_CAP, cap
 
 #: XTuner connects with ``ray.init(address="auto")`` (xtuner/v1/train/cli/rl.py:45-46).
 SRC_RAY_INIT = "xtuner/v1/train/cli/rl.py:45-46"

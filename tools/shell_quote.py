@@ -13,7 +13,7 @@ import shlex
 import unicodedata
 from collections.abc import Iterable, Mapping
 
-from .common import ToolInputError
+from ..core import ToolInputError
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -1,0 +1,50 @@
+"""Shared contracts every layer uses: findings and results, errors, the path policy, the tool spec.
+
+Tools are plain functions ``run(params, ctx) -> Result``; the server turns each ``ToolSpec`` into an MCP tool.
+Nothing here imports MCP or any engine.
+"""
+
+from .errors import ToolInputError
+from .findings import (
+    CATEGORIES,
+    DEFAULT_LIST_CAP,
+    SEVERITY_ORDER,
+    XTUNER_SOURCE,
+    Category,
+    Detail,
+    Finding,
+    Owner,
+    Severity,
+    ToolResult,
+    cap,
+    count_severities,
+    dedupe_findings,
+    sort_findings,
+)
+from .paths import MAX_PATH_CHARS, PathKind, PathPolicy
+from .spec import ProgressFn, RunContext, ToolSpec, params_model_config
+
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_LIST_CAP",
+    "MAX_PATH_CHARS",
+    "SEVERITY_ORDER",
+    "XTUNER_SOURCE",
+    "Category",
+    "Detail",
+    "Finding",
+    "Owner",
+    "PathKind",
+    "PathPolicy",
+    "ProgressFn",
+    "RunContext",
+    "Severity",
+    "ToolInputError",
+    "ToolResult",
+    "ToolSpec",
+    "cap",
+    "count_severities",
+    "dedupe_findings",
+    "params_model_config",
+    "sort_findings",
+]

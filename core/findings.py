@@ -1,0 +1,111 @@
+"""The shared result vocabulary: severities, the fixed category set, owners, ``Finding``, the result base, caps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+XTUNER_SOURCE = "InternLM/xtuner@b934f46"
+
+Severity = Literal["blocker", "warning", "info"]
+SEVERITY_ORDER: dict[str, int] = {"blocker": 0, "warning": 1, "info": 2}
+
+#: The failure-mode catalog's fixed category set (issue 3); every Finding uses one of them.
+Category = Literal[
+    "ray_not_running",
+    "ray_resources_insufficient",
+    "backend_not_installed",
+    "backend_flag_missing_or_multiple",
+    "backend_unsupported",
+    "backend_runtime_error",
+    "missing_env_var_or_path",
+    "config_load_error",
+    "reward_data_missing_ground_truth",
+    "data_format_other",
+    "resource_mismatch_num_workers",
+    "staleness_or_partial_rollout",
+    "eval_or_interval_config",
+    "debug_trace_output",
+    "model_loading",
+    "other",
+]
+CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
+
+#: Who fixes a problem: where preflight routes a finding.
+Owner = Literal[
+    "data_preparation",
+    "backend_install",
+    "cluster_setup",
+    "config_edit",
+    "launch_command",
+    "model_files",
+    "environment",
+]
+
+Detail = Literal["summary", "normal", "full"]
+
+#: Default cap on list lengths in results; every capped list has a sibling ``*_omitted`` count.
+DEFAULT_LIST_CAP = 50
+
+
+class Finding(BaseModel):
+    """One problem or observation, shared by every tool."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    id: str = Field(description="Stable identifier, e.g. 'data.missing_ground_truth'; safe to match on")
+    severity: Severity = Field(description="blocker: the run will fail; warning: likely wrong; info: note")
+    category: Category = Field(description="Failure-mode category from the catalog's fixed set")
+    title: str = Field(description="One line saying what is wrong")
+    evidence: str = Field(default="", description="What was observed: the value, line or message")
+    location: str | None = Field(default=None, description="Where: 'file:line' or a JSON pointer, if any")
+    fix: str = Field(default="", description="What to do about it")
+    reference: str = Field(
+        default="", description="Resource URI of the explanation, e.g. xtuner-rl://references/data-contract"
+    )
+    source: str | None = Field(default=None, description="XTuner source 'path:line' the rule comes from")
+    owner: Owner | None = Field(default=None, description="Who fixes it (used by preflight to route)")
+
+
+class ToolResult(BaseModel):
+    """Base of every tool result: opens with a one-line summary an agent can quote."""
+
+    # Validators are built on first use, so a tool that is listed but never called costs less at start.
+    model_config = ConfigDict(defer_build=True)
+
+    summary: str = Field(description="One line an agent can quote")
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Blockers first, then warnings, then info; stable within a severity."""
+    return sorted(findings, key=lambda f: SEVERITY_ORDER[f.severity])
+
+
+def dedupe_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Keep the first finding per (id, location)."""
+    seen: set[tuple[str, str | None]] = set()
+    out: list[Finding] = []
+    for f in findings:
+        key = (f.id, f.location)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+T = TypeVar("T")
+
+
+def cap(items: Sequence[T], limit: int) -> tuple[list[T], int]:
+    """Return at most ``limit`` items and how many were left out."""
+    limit = max(0, limit)
+    return list(items[:limit]), max(0, len(items) - limit)
+
+
+def count_severities(findings: Iterable[Finding]) -> dict[str, int]:
+    counts = {"blocker": 0, "warning": 0, "info": 0}
+    for f in findings:
+        counts[f.severity] += 1
+    return counts
