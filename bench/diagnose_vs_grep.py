@@ -50,7 +50,7 @@ def write_log(path: Path, mb: int, warn_every: int) -> None:
 
 
 def ere_patterns() -> list[str]:
-    from xtuner_rl_mcp.references.catalog import load_catalog
+    from xtuner_rl_mcp.knowledge.catalog import load_catalog
 
     out = []
     for fm in load_catalog().failure_mode:

@@ -585,7 +585,7 @@ def to_ere(pattern: str) -> str | None:
 
 
 def _catalog() -> list[Any]:
-    from xtuner_rl_mcp.references.catalog import load_catalog
+    from xtuner_rl_mcp.knowledge.catalog import load_catalog
 
     return list(load_catalog().entries)
 

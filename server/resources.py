@@ -20,7 +20,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from pydantic import Field
 
-from ..references import docs
+from ..knowledge import docs
 
 MARKDOWN = "text/markdown"
 JSON = "application/json"

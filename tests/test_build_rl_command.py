@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.core import CATEGORIES, PathPolicy, RunContext, ToolInputError
-from xtuner_rl_mcp.references import docs
+from xtuner_rl_mcp.knowledge import docs
 from xtuner_rl_mcp.tools.build_rl_command import Params, analyse_config_text, run
 
 FLAGS = {"sglang": "XTUNER_USE_SGLANG", "vllm": "XTUNER_USE_VLLM", "lmdeploy": "XTUNER_USE_LMDEPLOY"}

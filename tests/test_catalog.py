@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.core import CATEGORIES
-from xtuner_rl_mcp.references import catalog as cat
+from xtuner_rl_mcp.knowledge import catalog as cat
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path("/work/.mirror/InternLM+xtuner/repo")
@@ -210,7 +210,7 @@ def test_invalid_catalogs_are_refused():
 def test_troubleshooting_md_is_the_rendering_of_the_catalog(catalog):
     committed = cat.TROUBLESHOOTING_PATH.read_text(encoding="utf-8")
     assert committed == cat.render_troubleshooting(catalog), (
-        "references/troubleshooting.md is stale: run python -m xtuner_rl_mcp.references.catalog"
+        "references/troubleshooting.md is stale: run python -m xtuner_rl_mcp.knowledge.catalog"
     )
 
 
@@ -231,7 +231,7 @@ def test_get_failure_mode_and_uris(catalog):
 
 def test_module_entry_point_rewrites_the_doc(tmp_path, monkeypatch):
     out = subprocess.run(
-        [sys.executable, "-c", "import xtuner_rl_mcp.references.catalog as c; print(c.render_troubleshooting()[:40])"],
+        [sys.executable, "-c", "import xtuner_rl_mcp.knowledge.catalog as c; print(c.render_troubleshooting()[:40])"],
         capture_output=True,
         text=True,
         cwd=tmp_path,

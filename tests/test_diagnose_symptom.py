@@ -1156,7 +1156,7 @@ def test_realistic_case(case: Case):
 
 
 def test_case_count_and_catalog_coverage():
-    from xtuner_rl_mcp.references.catalog import load_catalog
+    from xtuner_rl_mcp.knowledge.catalog import load_catalog
 
     assert len(CASES) >= 50
     covered = {c.top for c in CASES} | {x for c in CASES for x in c.also}
@@ -1171,14 +1171,14 @@ MARKER_MODE_EXEMPT = {"legacy_cli_used"}
 
 
 def _catalog_examples() -> list[tuple[str, str]]:
-    from xtuner_rl_mcp.references.catalog import load_catalog
+    from xtuner_rl_mcp.knowledge.catalog import load_catalog
 
     return [(fm.id, ex) for fm in load_catalog().failure_mode for ex in fm.examples]
 
 
 def _as_log(fm_id: str, example: str) -> str:
     """Embed a catalog example the way it reaches a log: raised in a traceback, or logged by XTuner."""
-    from xtuner_rl_mcp.references.catalog import get_failure_mode
+    from xtuner_rl_mcp.knowledge.catalog import get_failure_mode
 
     fm = get_failure_mode(fm_id)
     assert fm is not None
@@ -1199,7 +1199,7 @@ def test_every_catalog_entry_is_diagnosed_from_a_log(fm_id, example):
     ids = [f.failure_mode_id for f in res.findings]
     assert fm_id in ids, (ids, example)
     if ids[0] != fm_id:  # only another reading of the very same message may outrank it
-        from xtuner_rl_mcp.references.catalog import get_failure_mode
+        from xtuner_rl_mcp.knowledge.catalog import get_failure_mode
 
         top = get_failure_mode(ids[0])
         assert top is not None and top.matches(example), (ids, example)

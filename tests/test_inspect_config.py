@@ -492,7 +492,7 @@ def test_hostile_inputs_stay_bounded(tmp_path):
 
 
 def test_every_reference_resolves_to_a_section(tmp_path):
-    from xtuner_rl_mcp.references import docs
+    from xtuner_rl_mcp.knowledge import docs
 
     texts = [
         mutate(

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from xtuner_rl_mcp.core import RunContext, ToolInputError
-from xtuner_rl_mcp.references import docs
+from xtuner_rl_mcp.knowledge import docs
 from xtuner_rl_mcp.tools import lookup_reference as lr
 
 R = "xtuner-rl://references/"

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from xtuner_rl_mcp.references import docs
+from xtuner_rl_mcp.knowledge import docs
 
 MIRROR = Path("/work/.mirror/InternLM+xtuner/repo")
 COMMIT = "b934f46"

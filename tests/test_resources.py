@@ -6,7 +6,7 @@ import json
 
 import pytest
 from mcp import MCPError
-from xtuner_rl_mcp.references import docs
+from xtuner_rl_mcp.knowledge import docs
 
 pytestmark = pytest.mark.anyio
 

@@ -758,7 +758,7 @@ def _short(exc: Exception) -> str:
 
 
 def run(params: Params, ctx: RunContext) -> Result:
-    from ..references.catalog import load_catalog
+    from ..knowledge.catalog import load_catalog
 
     if not (params.text and params.text.strip()) and not params.log_path:
         raise ToolInputError(
@@ -939,7 +939,7 @@ def _routes(shown: list[Diagnosis], scanner: Scanner) -> list[Route]:
 
 
 def _verdict(shown: list[Diagnosis]) -> Literal["failure_found", "hang_suspected", "warnings_only", "no_known_failure"]:
-    from ..references.catalog import get_failure_mode
+    from ..knowledge.catalog import get_failure_mode
 
     if not shown:
         return "no_known_failure"

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pydantic import BaseModel, Field
 
 from ..core import RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
-from ..references import docs
+from ..knowledge import docs
 
 MAX_QUERY_CHARS = 2000
 SNIPPET_CHARS = 280

@@ -22,8 +22,9 @@ FAILURE_MODE_SCHEME = "xtuner-rl://failure-modes/"
 SCHEMA_SCHEME = "xtuner-rl://schemas/"
 SKILL_URI = "xtuner-rl://skill"
 
-_PACKAGE = __package__ or "xtuner_rl_mcp.references"
-_ROOT_PACKAGE = _PACKAGE.rsplit(".", 1)[0]
+_ROOT_PACKAGE = (__package__ or "xtuner_rl_mcp.knowledge").rsplit(".", 1)[0]
+#: The knowledge itself (markdown, catalog, schemas) is package data of ``references/``.
+_PACKAGE = f"{_ROOT_PACKAGE}.references"
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")

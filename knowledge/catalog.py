@@ -2,7 +2,7 @@
 
 ``failure_modes.toml`` is the single source of truth. ``load_catalog()`` validates it (unique ids, categories from
 the fixed set, regexes compile, examples match their own entry) and caches the result; ``render_troubleshooting()``
-turns it into the markdown that ships next to it. ``python -m xtuner_rl_mcp.references.catalog`` rewrites that file.
+turns it into the markdown that ships next to it. ``python -m xtuner_rl_mcp.knowledge.catalog`` rewrites that file.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent / "references"
 CATALOG_PATH = HERE / "failure_modes.toml"
 TROUBLESHOOTING_PATH = HERE / "troubleshooting.md"
 
@@ -379,7 +379,7 @@ def render_troubleshooting(catalog: Catalog | None = None) -> str:
     out: list[str] = [
         "# Troubleshooting XTuner V1 RL (GRPO) runs",
         "",
-        "<!-- Generated from failure_modes.toml by `python -m xtuner_rl_mcp.references.catalog`; do not edit. -->",
+        "<!-- Generated from failure_modes.toml by `python -m xtuner_rl_mcp.knowledge.catalog`; do not edit. -->",
         "",
         "Each section is one entry of the failure-mode catalog (resource `xtuner-rl://failure-modes/<id>`); the",
         "section anchor is the entry id. Sources are `path:line` in InternLM/xtuner at commit b934f46.",
