@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.core import CATEGORIES, PathPolicy, RunContext, ToolInputError
-from xtuner_rl_mcp.tools import resource_rules as rr
-from xtuner_rl_mcp.tools import xtuner_classes
 from xtuner_rl_mcp.tools.choose_topology import Params, estimate_from_config, run
+from xtuner_rl_mcp.xtuner_rules import classes as xtuner_classes
+from xtuner_rl_mcp.xtuner_rules import resources as rr
 
 GIB = 1024**3
 MIRROR = Path("/work/.mirror/InternLM+xtuner/repo")

@@ -568,7 +568,7 @@ def test_class_table_matches_the_xtuner_source():
     """Every field, line, default and extra setting in xtuner_classes agrees with the mirror at b934f46."""
     import ast
 
-    from xtuner_rl_mcp.tools import xtuner_classes as xc
+    from xtuner_rl_mcp.xtuner_rules import classes as xc
 
     if not (MIRROR / "HEAD").exists():
         pytest.skip("XTuner mirror not available")

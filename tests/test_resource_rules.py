@@ -8,7 +8,7 @@ from the implementation. One test reads a real Ray cluster (started by the share
 from __future__ import annotations
 
 import pytest
-from xtuner_rl_mcp.tools import resource_rules as rr
+from xtuner_rl_mcp.xtuner_rules import resources as rr
 
 GIB = 1024**3
 

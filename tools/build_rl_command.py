@@ -271,7 +271,7 @@ def _required_env(tree: ast.Module) -> dict[str, int]:
     with ``os.environ.get``, ``os.getenv`` or ``"X" in os.environ`` counts as guarded (e.g.
     ``int(os.environ["N"]) if os.environ.get("N") else None``) and is left out.
     """
-    from .config_ast import collect_env_reads
+    from ..config_analysis.evaluator import collect_env_reads
 
     found: dict[str, int] = {}
     guarded: set[str] = set()

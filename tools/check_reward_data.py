@@ -34,7 +34,7 @@ from ..core import (
     params_model_config,
     sort_findings,
 )
-from .reward_data_codes import CODES, FILE_CODES, SRC_CONVERT, SRC_GSM8K
+from ..xtuner_rules.data_contract import CODES, FILE_CODES, SRC_CONVERT, SRC_GSM8K
 
 DATA_DOC = "xtuner-rl://references/data-contract"
 #: Below this total size everything is scanned in this process (process start-up would cost more than it saves).

@@ -29,7 +29,7 @@ from ..core import (
     params_model_config,
     sort_findings,
 )
-from . import resource_rules as rr
+from ..xtuner_rules import resources as rr
 
 Topology = Literal["colocated_sync", "colocated_async", "disaggregated"]
 Priority = Literal["simplicity", "throughput", "on_policy"]

@@ -34,7 +34,7 @@ from ..core import (
     params_model_config,
     sort_findings,
 )
-from . import resource_rules as rr
+from ..xtuner_rules import resources as rr
 from .ray_cluster import SRC_PG_REUSE, SRC_RAY_INIT, RaySnapshot, classify_address, probe_cluster
 
 REF = "xtuner-rl://references/cluster-and-backends"

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import xtuner_classes as xc
+from ..xtuner_rules import classes as xc
 
 MAX_EXPR_CHARS = 160
 MAX_SEQ_LEN = 10_000

@@ -11,9 +11,9 @@ import re
 from typing import Any
 
 from ..core import Finding, dedupe_findings, sort_findings
-from . import xtuner_classes as xc
-from .config_ast import Coll, Evaluation, Func, Lit, Obj, Unres, Val, coll_get, elements, evaluate, to_python
-from .inspect_config import REF, CPUPool, ResourcePool, Setting, TaskInfo
+from ..xtuner_rules import classes as xc
+from .evaluator import Coll, Evaluation, Func, Lit, Obj, Unres, Val, coll_get, elements, evaluate, to_python
+from .report import REF, CPUPool, ResourcePool, Setting, TaskInfo
 
 BACKEND_FLAGS = ("XTUNER_USE_SGLANG", "XTUNER_USE_VLLM", "XTUNER_USE_LMDEPLOY")  # precedence order
 
