@@ -159,7 +159,7 @@ def main(argv: list[str]) -> int:
     elif mode == "orjson":
         out = orjson_loop(Path(argv[1]))
     elif mode == "scan":  # the data engineer's public scan function, single process
-        from xtuner_rl_mcp.tools.jsonl_scan import scan_file
+        from xtuner_rl_mcp.scanners.jsonl import scan_file
 
         res = scan_file(argv[1])
         out = {"lines": res.lines, "bad": res.invalid, "error": res.error}

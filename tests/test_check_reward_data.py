@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.core import CATEGORIES, PathPolicy, RunContext, ToolInputError
-from xtuner_rl_mcp.tools import jsonl_scan
+from xtuner_rl_mcp.scanners import jsonl as jsonl_scan
 from xtuner_rl_mcp.tools.check_reward_data import CODES, FILE_CODES, Params, check_path, run
 
 GSM8K_INSTR = ' Let\'s think step by step and output the final answer after "####".'

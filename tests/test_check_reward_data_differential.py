@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
-from xtuner_rl_mcp.tools import jsonl_scan
+from xtuner_rl_mcp.scanners import jsonl as jsonl_scan
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "references" / "schemas" / "rl-sample.schema.json"
 SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))

@@ -263,7 +263,7 @@ Task = tuple[str, int, int]  # path, start, end
 
 
 def _plan(files: list[tuple[str, int]], parallel: bool, workers: int) -> list[Task]:
-    from .jsonl_scan import plan_ranges
+    from ..scanners.jsonl import plan_ranges
 
     total = sum(size for _, size in files)
     chunk = max(MIN_RANGE_BYTES, min(MAX_RANGE_BYTES, total // max(1, workers * 4)))
@@ -280,7 +280,7 @@ def _scan_local(
     tasks: list[Task], opts: Any, workers: int, progress: Callable[[int, str], None]
 ) -> tuple[list[Any], str, int]:
     """Scan tasks in this process (small inputs) or over ``workers`` local worker processes."""
-    from . import jsonl_scan
+    from ..scanners import jsonl as jsonl_scan
 
     total = sum(e - s for _, s, e in tasks)
     if workers > 1 and total >= PARALLEL_MIN_BYTES and len(tasks) > 1:
@@ -316,9 +316,9 @@ def _scan_processes(tasks: list[Task], opts: Any, n: int, progress: Callable[[in
     import subprocess
     import sys
 
-    from . import jsonl_scan
+    from ..scanners import jsonl as jsonl_scan
 
-    cmd = [sys.executable, "-c", "from xtuner_rl_mcp.tools.jsonl_scan import worker_main; worker_main()"]
+    cmd = [sys.executable, "-c", "from xtuner_rl_mcp.scanners.jsonl import worker_main; worker_main()"]
     env = {**os.environ, **WORKER_HASH_ENV, **WORKER_MALLOC_ENV}
     procs: list[subprocess.Popen] = []
     todo: queue.Queue = queue.Queue()
@@ -451,7 +451,7 @@ def _scan_ray(
     import dataclasses
     import hashlib
 
-    from . import jsonl_scan
+    from ..scanners import jsonl as jsonl_scan
 
     _, _, address = _resolve_ray_address(params, environ)
     for key, value in (("RAY_py_gcs_connect_timeout_s", "5"), ("RAY_gcs_rpc_server_connect_timeout_s", "2")):
@@ -681,7 +681,7 @@ def _is_parquet(path: Path) -> bool:
 
 
 def run(params: Params, ctx: RunContext) -> Result:
-    from . import jsonl_scan
+    from ..scanners import jsonl as jsonl_scan
 
     t0 = time.monotonic()
     files = resolve_files(params.path, ctx.paths)
@@ -718,7 +718,7 @@ def run(params: Params, ctx: RunContext) -> Result:
 def _build_result(
     params: Params, per_file: list[Any], parquet: list[str], engine: str, workers: int, seconds: float
 ) -> Result:
-    from . import jsonl_scan as js
+    from ..scanners import jsonl as js
 
     codes: dict[str, int] = {}
     first_locs: dict[str, list[str]] = {}
@@ -824,7 +824,7 @@ def _build_result(
 
 def _round_robin(examples: list[LineExample]) -> list[LineExample]:
     """Blocker codes first; the first example of every code, then the second of every code, and so on."""
-    from . import jsonl_scan as js
+    from ..scanners import jsonl as js
 
     order = {"blocker": 0, "warning": 1, "info": 2}
     by_code: dict[str, list[LineExample]] = {}
@@ -838,7 +838,7 @@ def _round_robin(examples: list[LineExample]) -> list[LineExample]:
 
 
 def _merge_stats(per_file: list[Any]) -> DataStats:
-    from . import jsonl_scan as js
+    from ..scanners import jsonl as js
 
     st = js.merge_stats(fr.stats for fr in per_file)
     hist = st.length_hist

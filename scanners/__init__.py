@@ -1,0 +1,1 @@
+"""Streaming scanners over large inputs: RL JSONL data (and logs)."""
