@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+from xtuner_rl_mcp.cluster import ray as rc
 from xtuner_rl_mcp.core import PathPolicy, RunContext
-from xtuner_rl_mcp.tools import ray_cluster as rc
 from xtuner_rl_mcp.tools.probe_environment import (
     NO_BACKEND_MESSAGE,
     Expected,
@@ -508,7 +508,7 @@ def test_probe_without_ray_installed_says_so(ray_cluster, tmp_path):
     code = (
         "import sys, json\n"
         "sys.modules['ray'] = None\n"
-        "from xtuner_rl_mcp.tools.ray_cluster import probe_cluster\n"
+        "from xtuner_rl_mcp.cluster.ray import probe_cluster\n"
         "from xtuner_rl_mcp.tools.probe_environment import check_packages\n"
         "s = probe_cluster(sys.argv[1], environ={}, timeout_s=30)\n"
         "print(json.dumps({'snap': s.model_dump(), 'ray_pkg': [p.model_dump() for p in check_packages().items"

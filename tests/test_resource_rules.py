@@ -198,7 +198,7 @@ def test_sp_size_rule():
 @pytest.mark.ray
 def test_check_fit_on_a_real_ray_cluster(ray_cluster):
     """Feed a real cluster's totals (read by the read-only probe) into check_fit; expectations from its node specs."""
-    from xtuner_rl_mcp.tools import ray_cluster as probe
+    from xtuner_rl_mcp.cluster import ray as probe
 
     snap = probe.probe_cluster(ray_cluster.gcs_address, environ=ray_cluster.env, child_environ=ray_cluster.env)
     assert snap.nodes, snap.errors

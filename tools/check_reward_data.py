@@ -422,7 +422,7 @@ def _ray_task_function() -> Any:
 
 
 def _resolve_ray_address(params: Params, environ: Any) -> tuple[str, int, str]:
-    from .ray_cluster import classify_address, split_hostport, tcp_check
+    from ..cluster.ray import classify_address, split_hostport, tcp_check
 
     raw = params.ray_address or environ.get("RAY_ADDRESS")
     if not raw or not raw.strip():

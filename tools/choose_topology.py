@@ -775,7 +775,7 @@ def fit_per_worker(
 
 def probe_cluster(p: Params, ctx: RunContext) -> rr.ClusterCapacity:
     """Live read-only Ray probe through tools/ray_cluster.py (imported lazily: it is heavier than this module)."""
-    from . import ray_cluster
+    from ..cluster import ray as ray_cluster
 
     snap = ray_cluster.probe_cluster(p.ray_address, environ=ctx.environ, child_environ=ctx.environ)
     if not snap.nodes:

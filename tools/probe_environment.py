@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from ..cluster.ray import SRC_PG_REUSE, SRC_RAY_INIT, RaySnapshot, classify_address, probe_cluster
 from ..core import (
     DEFAULT_LIST_CAP,
     Detail,
@@ -35,7 +36,6 @@ from ..core import (
     sort_findings,
 )
 from ..xtuner_rules import resources as rr
-from .ray_cluster import SRC_PG_REUSE, SRC_RAY_INIT, RaySnapshot, classify_address, probe_cluster
 
 REF = "xtuner-rl://references/cluster-and-backends"
 GIB = 1024**3

@@ -1,0 +1,1 @@
+"""Read-only probes of the live machine and the Ray cluster."""
