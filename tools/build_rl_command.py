@@ -28,7 +28,7 @@ from ..core import (
     params_model_config,
     sort_findings,
 )
-from .shell_quote import (
+from ..launch.shell import (
     check_env_name,
     check_program,
     check_value,
