@@ -861,16 +861,6 @@ def run(params: Params, ctx: RunContext) -> Result:
     )
 
 
-SPEC = ToolSpec(
-    name="build_rl_command",
-    title="Build an XTuner RL launch plan",
-    description=DESCRIPTION,
-    params=Params,
-    result=Result,
-    run=run,
-    read_only=True,
-    idempotent=True,
-    open_world=False,
-)
+SPEC = ToolSpec("build_rl_command", "Build an XTuner RL launch plan", DESCRIPTION, Params, Result, run)
 
 __all__ = ["SPEC", "Params", "Result", "analyse_config_text", "run"]

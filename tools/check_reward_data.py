@@ -870,14 +870,4 @@ def check_path(path: str, *, roots: list[str] | None = None, **params: Any) -> R
     return run(Params(path=target, **params), ctx)
 
 
-SPEC = ToolSpec(
-    name="check_reward_data",
-    title="Check RL JSONL data",
-    description=DESCRIPTION,
-    params=Params,
-    result=Result,
-    run=run,
-    read_only=True,
-    idempotent=True,
-    open_world=False,
-)
+SPEC = ToolSpec("check_reward_data", "Check RL JSONL data", DESCRIPTION, Params, Result, run)

@@ -1719,14 +1719,4 @@ DESCRIPTION = (
     "(use probe_environment), or a go/no-go before launch (use preflight)."
 )
 
-SPEC = ToolSpec(
-    name="choose_topology",
-    title="Choose XTuner RL topology and resources",
-    description=DESCRIPTION,
-    params=Params,
-    result=Result,
-    run=run,
-    read_only=True,
-    idempotent=True,
-    open_world=False,
-)
+SPEC = ToolSpec("choose_topology", "Choose XTuner RL topology and resources", DESCRIPTION, Params, Result, run)

@@ -978,14 +978,4 @@ Use when: a run crashed, hung or misbehaved and you have its error text or logs.
 Not for: checking a run before launch (use preflight, inspect_config, check_reward_data, probe_environment) or \
 general questions (use lookup_reference)."""
 
-SPEC = ToolSpec(
-    name="diagnose_symptom",
-    title="Diagnose a failed or stuck RL run",
-    description=DESCRIPTION,
-    params=Params,
-    result=Result,
-    run=run,
-    read_only=True,
-    idempotent=True,
-    open_world=False,
-)
+SPEC = ToolSpec("diagnose_symptom", "Diagnose a failed or stuck RL run", DESCRIPTION, Params, Result, run)

@@ -221,14 +221,4 @@ def build_result(real: str, data: dict[str, Any], params: Params) -> Result:
     return res
 
 
-SPEC = ToolSpec(
-    name="inspect_config",
-    title="Inspect an XTuner RL config statically",
-    description=DESCRIPTION,
-    params=Params,
-    result=Result,
-    run=run,
-    read_only=True,
-    idempotent=True,
-    open_world=False,
-)
+SPEC = ToolSpec("inspect_config", "Inspect an XTuner RL config statically", DESCRIPTION, Params, Result, run)

@@ -364,14 +364,4 @@ def run(params: Params, ctx: RunContext) -> Result:
     return Result(summary=summary, query_terms=sorted(set(terms)), hits=hits, hits_omitted=omitted)
 
 
-SPEC = ToolSpec(
-    name="lookup_reference",
-    title="Look up the XTuner RL references",
-    description=DESCRIPTION,
-    params=Params,
-    result=Result,
-    run=run,
-    read_only=True,
-    idempotent=True,
-    open_world=False,
-)
+SPEC = ToolSpec("lookup_reference", "Look up the XTuner RL references", DESCRIPTION, Params, Result, run)

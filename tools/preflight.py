@@ -522,14 +522,4 @@ def build_result(params: Params, r: Runner, merged: list[Finding], added: dict[s
     return res
 
 
-SPEC = ToolSpec(
-    name="preflight",
-    title="Go/no-go before an XTuner RL launch",
-    description=DESCRIPTION,
-    params=Params,
-    result=Result,
-    run=run,
-    read_only=True,
-    idempotent=True,
-    open_world=True,
-)
+SPEC = ToolSpec("preflight", "Go/no-go before an XTuner RL launch", DESCRIPTION, Params, Result, run, open_world=True)

@@ -1291,13 +1291,5 @@ before launch (use preflight).\
 """
 
 SPEC = ToolSpec(
-    name="probe_environment",
-    title="Probe environment and Ray cluster",
-    description=DESCRIPTION,
-    params=Params,
-    result=Result,
-    run=run,
-    read_only=True,
-    idempotent=True,
-    open_world=True,
+    "probe_environment", "Probe environment and Ray cluster", DESCRIPTION, Params, Result, run, open_world=True
 )

@@ -1,0 +1,1 @@
+"""Planning a run: topology choice, worker and engine layout, memory and resource estimates."""
