@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
-from xtuner_rl_mcp.tools.diagnose_symptom import Params, clean_line, run
+from xtuner_rl_mcp.diagnosis.log_lines import clean_line
+from xtuner_rl_mcp.tools.diagnose_symptom import Params, run
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "logs"
 X = "/mnt/xtuner/xtuner/v1"
@@ -1208,9 +1209,9 @@ def test_every_catalog_entry_is_diagnosed_from_a_log(fm_id, example):
 @pytest.mark.parametrize("fm_id", sorted({c.top for c in CASES if c.top} - MARKER_MODE_EXEMPT))
 def test_top_case_text_matches_even_in_marker_mode(fm_id, monkeypatch):
     """Large logs are scanned for error/warning markers only: the realistic cases must still be found."""
-    import xtuner_rl_mcp.tools.diagnose_symptom as ds
+    import xtuner_rl_mcp.diagnosis.log_scanner as scanner
 
-    monkeypatch.setattr(ds, "FULL_SCAN_MAX_BYTES", 0)
+    monkeypatch.setattr(scanner, "FULL_SCAN_MAX_BYTES", 0)
     case = next(c for c in CASES if c.top == fm_id)
     res = _diag(case.text)
     assert res.findings and res.findings[0].failure_mode_id == fm_id
@@ -1489,11 +1490,12 @@ def test_large_file_streamed_with_bounded_memory(tmp_path):
 
 def test_flood_of_error_lines_keeps_time_bounded_and_the_tail(tmp_path, monkeypatch):
     """Millions of distinct error lines: past a budget only the file's tail is matched; line numbers stay exact."""
-    import xtuner_rl_mcp.tools.diagnose_symptom as ds
+    import xtuner_rl_mcp.diagnosis.log_scanner as scanner
+    import xtuner_rl_mcp.diagnosis.sources as sources
 
-    monkeypatch.setattr(ds, "MAX_HANDLED_LINES", 2_000)
-    monkeypatch.setattr(ds, "TAIL_BYTES", 1 << 20)
-    monkeypatch.setattr(ds, "CHUNK_BYTES", 256 << 10)
+    monkeypatch.setattr(scanner, "MAX_HANDLED_LINES", 2_000)
+    monkeypatch.setattr(scanner, "TAIL_BYTES", 1 << 20)
+    monkeypatch.setattr(sources, "CHUNK_BYTES", 256 << 10)
     p = tmp_path / "flood.log"
     n = 400_000
     with open(p, "w") as f:

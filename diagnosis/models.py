@@ -1,0 +1,43 @@
+"""What a diagnosis says: a ranked catalog entry with its evidence lines and the calls that confirm it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..core import Category, Severity
+
+
+class Evidence(BaseModel):
+    source: str = Field(description="'text' for pasted input, else the log file path")
+    line: int = Field(description="1-based line number in that source")
+    text: str = Field(description="The matching line, cleaned of prefixes and colour codes")
+    kind: Literal["exception", "detail", "log", "frame"] = Field(
+        description="exception: an exception line; detail: a pydantic validation detail; log: a log line"
+    )
+    context: str = Field(default="", description="For pydantic details: the line above (names the field)")
+
+
+class ToolCall(BaseModel):
+    tool: str = Field(description="Tool of this server to call")
+    arguments: dict[str, Any] = Field(description="Arguments, filled from this call's inputs where known")
+    missing: list[str] = Field(default_factory=list, description="Arguments you still have to supply")
+
+
+class Diagnosis(BaseModel):
+    failure_mode_id: str = Field(description="Catalog entry id (stable)")
+    category: Category
+    severity: Severity
+    confidence: float = Field(ge=0, le=1, description="How likely this is the (or a) cause, 0-1")
+    title: str
+    evidence: list[Evidence]
+    evidence_omitted: int = Field(description="Further matching lines not listed")
+    occurrences: int = Field(description="Matching lines in total")
+    cause: str
+    fix: list[str] = Field(description="Ordered fix steps")
+    confirm_with: list[ToolCall]
+    reference: str = Field(description="xtuner-rl://failure-modes/<id>")
+    doc_reference: str = Field(description="Section of the troubleshooting guide")
+    source: list[str] = Field(description="XTuner path:line at b934f46")
+    route: str | None = Field(default=None, description="Area the fix belongs to, when not the RL launch itself")

@@ -1,0 +1,106 @@
+"""Ranking what the scanner found: a confidence per catalog entry from its specificity and where it matched."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from ..knowledge.catalog import get_failure_mode
+from .log_scanner import _KIND_RANK, EntryState, Scanner
+from .models import Diagnosis, Evidence, ToolCall
+
+
+def _confidence(fm: Any, st: EntryState, any_specific: bool, any_error_blocker: bool, any_cause: bool) -> float:
+    score = 0.35 + 0.1 * fm.specificity
+    if st.best_kind_rank >= _KIND_RANK["detail"]:
+        score += 0.06
+    if st.root:
+        score += 0.04
+    score += 0.02 * min(3.0, math.log2(st.count)) if st.count > 1 else 0.0
+    if fm.specificity <= 2 and any_specific:
+        score -= 0.25  # a generic wrapper next to a specific cause
+    if fm.hang and any_error_blocker:
+        score -= 0.3
+    if fm.consequence and any_cause:
+        score -= 0.25  # e.g. failed health checks after the engine ran out of memory
+    if fm.severity == "warning":
+        score -= 0.15
+    elif fm.severity == "info":
+        score -= 0.3
+    return round(min(0.99, max(0.05, score)), 2)
+
+
+def fill_call(call: Any, values: dict[str, Any]) -> ToolCall:
+    args: dict[str, Any] = {}
+    missing: list[str] = []
+    for key, val in call.arguments.items():
+        if isinstance(val, str) and val.startswith("{") and val.endswith("}"):
+            name = val[1:-1]
+            if values.get(name) is not None:
+                args[key] = values[name]
+            else:
+                missing.append(key)
+        else:
+            args[key] = val
+    return ToolCall(tool=call.tool, arguments=args, missing=missing)
+
+
+def rank(catalog: Any, scanner: Scanner, values: dict[str, Any]) -> list[Diagnosis]:
+    by_id = catalog.by_id
+    items = [(by_id[i], st) for i, st in scanner.states.items()]
+    any_specific = any(fm.specificity >= 4 and not fm.hang and not fm.consequence for fm, _ in items)
+    any_error_blocker = any(fm.severity == "blocker" and not fm.hang for fm, _ in items)
+    any_cause = any(fm.severity == "blocker" and not fm.hang and not fm.consequence for fm, _ in items)
+    items = [(fm, st) for fm, st in items if not (fm.wrapper and _subsumed(fm, st, items))]
+    ranked = []
+    for fm, st in items:
+        conf = _confidence(fm, st, any_specific, any_error_blocker, any_cause)
+        ranked.append((conf, fm, st))
+    ranked.sort(key=lambda t: (-t[0], {"blocker": 0, "warning": 1, "info": 2}[t[1].severity], t[2].first_order))
+    out: list[Diagnosis] = []
+    for conf, fm, st in ranked:
+        hits = list(st.hits)
+        if st.last is not None and len(hits) > 1:
+            hits[-1] = st.last
+        evidence = [Evidence(source=h.source, line=h.line, text=h.text, kind=h.kind, context=h.context) for h in hits]
+        out.append(
+            Diagnosis(
+                failure_mode_id=fm.id,
+                category=fm.category,
+                severity=fm.severity,
+                confidence=conf,
+                title=fm.title,
+                evidence=evidence,
+                evidence_omitted=max(0, st.count - len(evidence)),
+                occurrences=st.count,
+                cause=fm.cause,
+                fix=list(fm.fix),
+                confirm_with=[fill_call(c, values) for c in fm.confirm_with],
+                reference=fm.uri,
+                doc_reference=fm.doc_uri,
+                source=list(fm.source),
+                route=fm.route,
+            )
+        )
+    return out
+
+
+def _subsumed(fm: Any, st: EntryState, items: list[tuple[Any, EntryState]]) -> bool:
+    """A wrapper entry whose every line sits next to a line of a more specific entry adds nothing."""
+    if st.count > len(st.hits):
+        return False
+    near = {(h.source, h.line) for o, ost in items if o.specificity > fm.specificity for h in ost.hits}
+    return all(any((h.source, h.line + d) in near for d in range(-3, 4)) for h in st.hits)
+
+
+def choose_verdict(
+    shown: list[Diagnosis],
+) -> Literal["failure_found", "hang_suspected", "warnings_only", "no_known_failure"]:
+    if not shown:
+        return "no_known_failure"
+    hang = {d.failure_mode_id for d in shown if (fm := get_failure_mode(d.failure_mode_id)) and fm.hang}
+    if any(d.severity == "blocker" and d.failure_mode_id not in hang for d in shown):
+        return "failure_found"
+    if hang:
+        return "hang_suspected"
+    return "warnings_only"
