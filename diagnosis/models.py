@@ -13,10 +13,11 @@ class Evidence(BaseModel):
     source: str = Field(description="'text' for pasted input, else the log file path")
     line: int = Field(description="1-based line number in that source")
     text: str = Field(description="The matching line, cleaned of prefixes and colour codes")
-    kind: Literal["exception", "detail", "log", "frame"] = Field(
-        description="exception: an exception line; detail: a pydantic validation detail; log: a log line"
+    kind: Literal["exception", "detail", "log", "frame", "phrase"] = Field(
+        description="exception: an exception line; detail: a pydantic validation detail; log: a log line; "
+        "phrase: a line whose wording matches how this failure is described"
     )
-    context: str = Field(default="", description="For pydantic details: the line above (names the field)")
+    context: str = Field(default="", description="Pydantic details: the line above; phrase: the phrase matched")
 
 
 class ToolCall(BaseModel):
@@ -28,6 +29,11 @@ class ToolCall(BaseModel):
 class Diagnosis(BaseModel):
     failure_mode_id: str = Field(description="Catalog entry id (stable)")
     category: Category
+    match: Literal["signature", "description", "signature_and_description"] = Field(
+        default="signature",
+        description="signature: an exact error message matched; description: the wording matches how this failure "
+        "is described (a lead: confirm it with look_for)",
+    )
     severity: Severity
     confidence: float = Field(ge=0, le=1, description="How likely this is the (or a) cause, 0-1")
     title: str
@@ -37,6 +43,9 @@ class Diagnosis(BaseModel):
     cause: str
     fix: list[str] = Field(description="Ordered fix steps")
     confirm_with: list[ToolCall]
+    look_for: list[str] = Field(
+        default_factory=list, description="Messages that would confirm a description match if found in the logs"
+    )
     reference: str = Field(description="xtuner-rl://failure-modes/<id>")
     doc_reference: str = Field(description="Section of the troubleshooting guide")
     source: list[str] = Field(description="XTuner path:line at b934f46")

@@ -6,6 +6,8 @@ import math
 from typing import Any, Literal
 
 from ..knowledge.catalog import get_failure_mode
+from .descriptions import DescriptionMatch
+from .descriptions import confidence as desc_confidence
 from .log_scanner import _KIND_RANK, EntryState, Scanner
 from .models import Diagnosis, Evidence, ToolCall
 
@@ -63,26 +65,78 @@ def rank(catalog: Any, scanner: Scanner, values: dict[str, Any]) -> list[Diagnos
         if st.last is not None and len(hits) > 1:
             hits[-1] = st.last
         evidence = [Evidence(source=h.source, line=h.line, text=h.text, kind=h.kind, context=h.context) for h in hits]
-        out.append(
-            Diagnosis(
-                failure_mode_id=fm.id,
-                category=fm.category,
-                severity=fm.severity,
-                confidence=conf,
-                title=fm.title,
-                evidence=evidence,
-                evidence_omitted=max(0, st.count - len(evidence)),
-                occurrences=st.count,
-                cause=fm.cause,
-                fix=list(fm.fix),
-                confirm_with=[fill_call(c, values) for c in fm.confirm_with],
-                reference=fm.uri,
-                doc_reference=fm.doc_uri,
-                source=list(fm.source),
-                route=fm.route,
-            )
-        )
+        out.append(diagnosis(fm, conf, evidence, st.count, values))
     return out
+
+
+def diagnosis(
+    fm: Any,
+    conf: float,
+    evidence: list[Evidence],
+    occurrences: int,
+    values: dict[str, Any],
+    match: str = "signature",
+) -> Diagnosis:
+    """One catalog entry as a finding, its confirm_with calls filled from what the caller gave."""
+    return Diagnosis(
+        failure_mode_id=fm.id,
+        category=fm.category,
+        match=match,
+        severity=fm.severity,
+        confidence=conf,
+        title=fm.title,
+        evidence=evidence,
+        evidence_omitted=max(0, occurrences - len(evidence)),
+        occurrences=occurrences,
+        cause=fm.cause,
+        fix=list(fm.fix),
+        confirm_with=[fill_call(c, values) for c in fm.confirm_with],
+        look_for=[] if match == "signature" else list(fm.examples[:2]),
+        reference=fm.uri,
+        doc_reference=fm.doc_uri,
+        source=list(fm.source),
+        route=fm.route,
+    )
+
+
+#: Asked about when nothing matched at all: the causes real reports name most often.
+PRIOR_IDS = ("rollout_server_start_timeout", "cuda_out_of_memory", "placement_group_pending")
+
+
+def with_descriptions(
+    catalog: Any, signature: list[Diagnosis], matches: list[DescriptionMatch], values: dict[str, Any]
+) -> list[Diagnosis]:
+    """Signature findings and description matches in one ranking; never empty.
+
+    An entry found both ways keeps its signature confidence plus a little; an entry found only by its description
+    gets a capped confidence and what to look for; the first finding of each category moves ahead of a second
+    description match of a category already shown, so the top three cover different causes.
+    """
+    found = {d.failure_mode_id: d for d in signature}
+    best = matches[0].score if matches else 0.0
+    merged = list(signature)
+    for m in matches:
+        conf = desc_confidence(m.score, best)
+        if m.failure_mode_id in found:
+            d = found[m.failure_mode_id]
+            d.match = "signature_and_description"
+            d.confidence = round(min(0.99, d.confidence + 0.05 + 0.1 * conf), 2)
+            continue
+        evidence = [Evidence(source="text", line=n, text=t[:300], kind="phrase", context=p) for n, t, p in m.lines]
+        fm = catalog.by_id[m.failure_mode_id]
+        merged.append(diagnosis(fm, conf, evidence, len(m.phrases), values, match="description"))
+    order = {"blocker": 0, "warning": 1, "info": 2}
+    merged.sort(key=lambda d: (-d.confidence, order[d.severity]))
+    head: list[Diagnosis] = []
+    later: list[Diagnosis] = []
+    seen: set[str] = set()
+    for d in merged:
+        if d.match == "description" and d.category in seen:
+            later.append(d)
+        else:
+            head.append(d)
+            seen.add(d.category)
+    return head + later
 
 
 def _subsumed(fm: Any, st: EntryState, items: list[tuple[Any, EntryState]]) -> bool:
@@ -93,14 +147,35 @@ def _subsumed(fm: Any, st: EntryState, items: list[tuple[Any, EntryState]]) -> b
     return all(any((h.source, h.line + d) in near for d in range(-3, 4)) for h in st.hits)
 
 
-def choose_verdict(
-    shown: list[Diagnosis],
-) -> Literal["failure_found", "hang_suspected", "warnings_only", "no_known_failure"]:
-    if not shown:
-        return "no_known_failure"
-    hang = {d.failure_mode_id for d in shown if (fm := get_failure_mode(d.failure_mode_id)) and fm.hang}
-    if any(d.severity == "blocker" and d.failure_mode_id not in hang for d in shown):
+Verdict = Literal["failure_found", "hang_suspected", "warnings_only", "suspected_from_description", "no_known_failure"]
+
+
+def choose_verdict(shown: list[Diagnosis]) -> Verdict:
+    """What the findings add up to; a description match alone is a suspicion, never a found failure."""
+    exact = [d for d in shown if d.match in ("signature", "signature_and_description")]
+    if not exact:
+        return "suspected_from_description" if shown else "no_known_failure"
+    hang = {d.failure_mode_id for d in exact if (fm := get_failure_mode(d.failure_mode_id)) and fm.hang}
+    if any(d.severity == "blocker" and d.failure_mode_id not in hang for d in exact):
         return "failure_found"
     if hang:
         return "hang_suspected"
     return "warnings_only"
+
+
+def separating_questions(catalog: Any, shown: list[Diagnosis], values: dict[str, Any], limit: int = 4) -> list[str]:
+    """What to look for in the logs that tells the suspected causes apart (the common causes when none is)."""
+    out: list[str] = []
+    if not shown:
+        out.append("Paste the first Python traceback, or the last ~200 lines of the failing rank's log (log_path).")
+        shown = [diagnosis(catalog.by_id[i], 0.0, [], 0, values, match="description") for i in PRIOR_IDS]
+    seen: set[str] = set()
+    for d in shown:
+        if d.match != "description" or d.category in seen or not d.look_for:
+            continue
+        seen.add(d.category)
+        sample = d.look_for[0] if len(d.look_for[0]) <= 120 else d.look_for[0][:117] + "..."
+        out.append(f'Does a log contain a line like "{sample}"? Then it is {d.failure_mode_id} ({d.title}).')
+        if len(out) >= limit:
+            break
+    return out

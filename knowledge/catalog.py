@@ -94,6 +94,11 @@ class FailureMode(BaseModel):
     confirm_with: list[ToolCall] = Field(default_factory=list)
     source: list[str] = Field(min_length=1, description="XTuner 'path:line' at b934f46, or 'external:<project>'")
     examples: list[str] = Field(min_length=1, description="Real message texts this entry must match")
+    phrases: list[str] = Field(
+        default_factory=list,
+        description="How people describe this failure (English, Chinese, neighbouring stacks' wording); "
+        "matched on normalised words by diagnose_symptom when no signature decides",
+    )
     route: Route | None = None
 
     @field_validator("id")

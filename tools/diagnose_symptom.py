@@ -26,9 +26,10 @@ from ..core import (
     params_model_config,
 )
 from ..diagnosis import log_scanner
+from ..diagnosis.descriptions import described_lines, match_description
 from ..diagnosis.log_scanner import Scanner
 from ..diagnosis.models import Diagnosis
-from ..diagnosis.ranking import choose_verdict, rank
+from ..diagnosis.ranking import Verdict, choose_verdict, rank, separating_questions, with_descriptions
 from ..diagnosis.sources import (
     MAX_DIR_DEPTH,
     MAX_FILE_BYTES,
@@ -122,11 +123,16 @@ class Scanned(BaseModel):
 
 
 class Result(ToolResult):
-    verdict: Literal["failure_found", "hang_suspected", "warnings_only", "no_known_failure"] = Field(
-        description="failure_found: a blocker matched; hang_suspected: only stall signals; warnings_only; "
-        "no_known_failure: nothing in the catalog matched (see unrecognized_errors)"
+    verdict: Verdict = Field(
+        description="failure_found: an exact error message of a blocker matched; hang_suspected: only stall signals; "
+        "warnings_only; suspected_from_description: no exact message, candidates ranked from the wording (confirm "
+        "with look_for and questions); no_known_failure: nothing matched (common causes listed, see "
+        "unrecognized_errors)"
     )
-    findings: list[Diagnosis] = Field(description="Ranked by confidence, best first")
+    findings: list[Diagnosis] = Field(description="Ranked by confidence, best first; each says how it matched")
+    questions: list[str] = Field(
+        default_factory=list, description="When the cause is only suspected: what to check that tells candidates apart"
+    )
     findings_omitted: int
     unrecognized_errors: list[UnrecognizedError] = Field(
         description="Error-looking lines no catalog entry matched (distinct messages, first occurrence)"
@@ -302,7 +308,12 @@ def run(params: Params, ctx: RunContext) -> Result:
         "backend": max(hints, key=lambda k: hints[k]) if hints else None,
         "nodes": None,
     }
-    diagnosed = rank(load_catalog(), scanner, values)
+    catalog = load_catalog()
+    described = described_lines(params.text) if params.text else []
+    described += [(n, t) for src, n, t, _c in scanner.unrecognized.values() if src != "text"]
+    diagnosed = with_descriptions(
+        catalog, rank(catalog, scanner, values), match_description(catalog, described), values
+    )
     shown = diagnosed[: params.max_findings]
     unrec_all = sorted(scanner.unrecognized.values(), key=lambda it: (it[0] != "text", it[1]))
     unrec = [
@@ -317,6 +328,9 @@ def run(params: Params, ctx: RunContext) -> Result:
         findings_omitted=len(diagnosed) - len(shown),
         unrecognized_errors=unrec,
         unrecognized_errors_omitted=max(0, len(unrec_all) - len(unrec)),
+        questions=separating_questions(catalog, shown, values)
+        if verdict in ("suspected_from_description", "no_known_failure")
+        else [],
         probes=_probes(params, ctx, shown),
         route=_routes(shown, scanner),
         scanned=scanned,
@@ -343,14 +357,16 @@ def _summary(verdict: str, shown: list[Diagnosis], total: int, scanner: Scanner,
     tail = f"scanned {scanner.lines:,} lines"
     if unrec:
         tail = f"{unrec} unrecognized error line(s); " + tail
-    if not shown:
-        return f"No known XTuner RL failure matched; {tail}."
+    if verdict == "no_known_failure":
+        return f"No known XTuner RL failure matched; see questions for what to look for; {tail}."
+    if verdict == "suspected_from_description":
+        ids = ", ".join(f"{d.failure_mode_id} ({d.confidence:.2f})" for d in shown[:3])
+        return f"No exact error message matched; suspected from the description: {ids} — confirm with look_for; {tail}."
     top = shown[0]
     lead = {
         "failure_found": "Most likely cause",
         "hang_suspected": "Run looks stuck",
         "warnings_only": "No fatal error; top warning",
-        "no_known_failure": "",
     }[verdict]
     more = f"; {total - 1} more finding(s)" if total > 1 else ""
     return f"{lead}: {top.failure_mode_id} ({top.confidence:.2f}) — {top.title}{more}; {tail}."

@@ -1,0 +1,86 @@
+"""Text normalisation shared by description matching and reference search: English and Chinese alike.
+
+Latin text is lower-cased, split on anything that is not a letter or digit (so ``CUDA_VISIBLE_DEVICES``,
+``--tp`` and ``expert-parallel`` become words) and lightly stemmed; Chinese (CJK) runs are kept whole for substring
+matching and cut into character bigrams for bag-of-words scoring. No dictionary, no model: cheap enough to run on
+every pasted report.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+#: CJK Unified Ideographs (+ extension A and compatibility ideographs).
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]+|[a-z0-9]+")
+_CJK_RUN = re.compile(rf"^[{_CJK}]+$")
+_DOUBLE_END = re.compile(r"([b-df-hj-np-tv-z])\1$")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Fold common English inflections so that hangs/hanging/hang, devices/device, configured/configure agree.
+
+    Deliberately crude (no dictionary): it only has to map a word and its inflections to the same key, and the same
+    function runs on the report and on the phrases.
+    """
+    if len(word) <= 4 or word.isdigit():
+        return word
+    w = word
+    if w.endswith("ies") and len(w) > 5:
+        w = w[:-3] + "y"
+    elif w.endswith(("ses", "xes", "zes", "ches", "shes")):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    elif w.endswith("ing") and len(w) >= 6:
+        w = w[:-3]
+    elif w.endswith("ed") and len(w) >= 5:
+        w = w[:-2]
+    if _DOUBLE_END.search(w) and not w.endswith(("ll", "ss", "ff", "zz")):
+        w = w[:-1]  # running -> run, stopped -> stop
+    if w.endswith("e") and len(w) > 4:
+        w = w[:-1]  # configure/configured, device/devices
+    return w
+
+
+def is_cjk(token: str) -> bool:
+    return bool(_CJK_RUN.match(token))
+
+
+def tokens(text: str) -> list[str]:
+    """Stemmed Latin words and whole CJK runs, in order."""
+    return [t if is_cjk(t) else stem(t) for t in _TOKEN.findall(text.lower())]
+
+
+def normalise(text: str) -> str:
+    """One space-separated string with a space at both ends, so ``" a b "`` in it means the words a b in a row."""
+    return " " + " ".join(tokens(text)) + " "
+
+
+def terms(text: str) -> list[str]:
+    """Bag-of-words terms: Latin words, and character bigrams (or the single character) of each CJK run."""
+    out: list[str] = []
+    for tok in tokens(text):
+        if is_cjk(tok):
+            out.extend(tok[i : i + 2] for i in range(max(1, len(tok) - 1)))
+        else:
+            out.append(tok)
+    return out
+
+
+def contains_phrase(normalised_text: str, normalised_phrase: str) -> bool:
+    """Whether a phrase (already normalised) occurs in a text (already normalised).
+
+    Latin words must match on word boundaries (both strings carry surrounding spaces); a purely Chinese phrase
+    matches anywhere inside a CJK run, since Chinese has no spaces between words.
+    """
+    core = normalised_phrase.strip()
+    if core and is_cjk(core):
+        return core in normalised_text
+    parts = core.split()
+    if any(is_cjk(p) for p in parts):  # mixed: each Chinese run anywhere, the Latin words in a row
+        latin = " ".join(p for p in parts if not is_cjk(p))
+        return all(p in normalised_text for p in parts if is_cjk(p)) and f" {latin} " in normalised_text
+    return normalised_phrase in normalised_text
