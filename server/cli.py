@@ -194,7 +194,23 @@ def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a process ended by SIGPIPE
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; a reader that closes the pipe early (``| head``) ends it quietly."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the interpreter's final flush cannot raise a second time.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: list[str] | None) -> int:
     import anyio
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -223,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         show = args.progress == "on" or (args.progress == "auto" and sys.stderr.isatty())
         return anyio.run(_call, args.tool, arguments, args.allow_root, show)
     if command == "demo":
-        from .demo import run_demo
+        from .demo import run_demo  # the demo's sample scenario loads only when asked for
 
         return run_demo(args.allow_root, as_json=args.json)
     parser.error(f"unknown command {command!r}")

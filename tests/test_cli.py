@@ -95,3 +95,16 @@ def test_usage_errors_exit_2(args):
 def test_version():
     p = cli("--version")
     assert p.returncode == 0 and "xtuner-rl-mcp" in p.stdout
+
+
+def test_closed_pipe_ends_quietly():
+    """`xtuner-rl-mcp list | head` : the reader leaves early; no BrokenPipeError traceback, the SIGPIPE exit code."""
+    proc = subprocess.Popen([EXE, "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.read(64)
+    proc.stdout.close()  # what `head` does after its first lines
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=120)
+    assert first.startswith(b"{")
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert code == 141
