@@ -72,8 +72,10 @@ def score(rows: list[dict]) -> dict:
 
 
 def _print(name: str, s: dict, show_misses: bool) -> None:
-    print(f"## {name}: {s['n']} reports — top-1 {s['top1']:.1%}, top-3 {s['top3']:.1%} "
-          f"(ranking: median {s['ms_median']:.1f} ms, max {s['ms_max']:.1f} ms per report)")
+    print(
+        f"## {name}: {s['n']} reports — top-1 {s['top1']:.1%}, top-3 {s['top3']:.1%} "
+        f"(ranking: median {s['ms_median']:.1f} ms, max {s['ms_max']:.1f} ms per report)"
+    )
     print("| category | reports | top-1 | top-3 |")
     print("|---|---|---|---|")
     for cat, v in s["per_category"].items():

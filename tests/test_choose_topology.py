@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.core import CATEGORIES, PathPolicy, RunContext, ToolInputError
-from xtuner_rl_mcp.tools.choose_topology import Params, estimate_from_config, run
+from xtuner_rl_mcp.planning.model_size import estimate_from_config
+from xtuner_rl_mcp.tools.choose_topology import Params, run
 from xtuner_rl_mcp.xtuner_rules import classes as xtuner_classes
 from xtuner_rl_mcp.xtuner_rules import resources as rr
 
@@ -820,3 +821,14 @@ def test_use_cluster_with_nothing_listening(models):
         )
     assert e.value.code == "cluster_unreachable"
     assert "nothing accepts connections" in e.value.message
+
+
+def test_snippet_launch_line_uses_the_installed_entry_point(models):
+    """The snippet says how to run it with the same entry point build_rl_command emits (python -m ...)."""
+    from xtuner_rl_mcp.launch.entry_point import RL_ENTRY_POINT
+
+    assert RL_ENTRY_POINT == "xtuner.v1.train.cli.rl"
+    for kw in (dict(nodes=1, model="qwen3-0.6b"), dict(nodes=2, model="qwen3-8b", topology="disaggregated")):
+        snippet = call(models, **kw).config_snippet
+        assert "Run: python -m xtuner.v1.train.cli.rl --config <this file>" in snippet
+        assert "xtuner/v1/train/cli/rl.py" not in snippet

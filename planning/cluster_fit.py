@@ -1,0 +1,280 @@
+"""Ray resources for a plan: cluster shape (given or probed), per-worker CPUs/memory that pass XTuner's checks."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..cluster import ray as ray_cluster
+from ..core import Finding, RunContext, ToolInputError
+from ..xtuner_rules import resources as rr
+from .citations import CB, SRC_NPU_NODE
+from .models import ClusterSource, PlanRequest, WorkerGroupPlan
+
+#: Smallest per-worker Ray memory (GiB) we will shrink to before calling the cluster too small.
+MIN_WORKER_MEMORY_GIB = 4
+
+
+@dataclass(frozen=True)
+class ClusterShape:
+    """The accelerators a plan lays out: node count and size, and the Ray capacity when known."""
+
+    accelerator: rr.Accelerator
+    nodes: int
+    per_node: int
+    total: int
+    cpus_per_node: float | None
+    cluster: rr.ClusterCapacity | None
+    source: ClusterSource
+
+
+@dataclass(frozen=True)
+class RaySizing:
+    """Per-worker CPUs and memory, XTuner's Ray requirements at those values, and the fit against the cluster."""
+
+    cpus_per_worker: float
+    memory_per_worker: int
+    requirements: rr.RayRequirements
+    rows: list[rr.FitRow]
+    fits: bool | None
+
+
+def _npu_per_node_finding(per_node: int) -> Finding:
+    return Finding(
+        id="topo.npu_gpus_per_node_forced",
+        severity="warning",
+        category="resource_mismatch_num_workers",
+        title=f"XTuner assumes 16 NPUs per node (RolloutConfig.gpus_per_node is forced to 16); "
+        f"gpus_per_node={per_node} was given",
+        evidence="RolloutConfig(device='NPU') sets gpus_per_node=16; AcceleratorResourcesConfig sets "
+        "num_accelerators_per_node=16",
+        fix="Keep whole 16-NPU nodes; engine sizes above one node assume 16 per node.",
+        reference=f"{CB}#divisibility-rules",
+        source=SRC_NPU_NODE,
+        owner="cluster_setup",
+    )
+
+
+def resolve_cluster(p: PlanRequest, ctx: RunContext) -> tuple[ClusterShape, list[Finding]]:
+    """Nodes, accelerators per node and Ray capacity: from the request, or from a live read-only Ray probe."""
+    findings: list[Finding] = []
+    acc: rr.Accelerator = p.accelerator
+    per_node = p.gpus_per_node or (rr.NPU_ACCELERATORS_PER_NODE if acc == "NPU" else 8)
+    if acc == "NPU" and per_node != rr.NPU_ACCELERATORS_PER_NODE:
+        findings.append(_npu_per_node_finding(per_node))
+    cluster: rr.ClusterCapacity | None = None
+    cluster_source: ClusterSource = "not_given"
+    if p.nodes is None and not p.use_cluster:
+        raise ToolInputError(
+            "nodes_missing", "give nodes (machines with accelerators), or use_cluster=true", "Pass nodes."
+        )
+    nodes = p.nodes or 1
+    cpus_per_node = p.cpus_per_node
+    if p.use_cluster:
+        ctx.progress(1, 4, "probing Ray")
+        cluster = probe_cluster(p, ctx)
+        cluster_source = "ray_probe"
+        acc = cluster.accelerator
+        accel_nodes = [n for n in cluster.nodes if n.accelerators > 0]
+        if not accel_nodes:
+            raise ToolInputError(
+                "cluster_has_no_accelerators",
+                "the Ray cluster registers no GPU or NPU resources",
+                "Start the Ray nodes with --num-gpus (or --resources NPU) on the accelerator machines.",
+            )
+        nodes = len(accel_nodes)
+        per_node = int(max(n.accelerators for n in accel_nodes))
+        cpus_per_node = max(n.cpus for n in accel_nodes)
+    elif p.cpus_per_node is not None and p.memory_gib_per_node is not None:
+        cluster = rr.ClusterCapacity.uniform(nodes, per_node, p.cpus_per_node, p.memory_gib_per_node, acc)
+        cluster_source = "given"
+    elif p.cpus_per_node is not None or p.memory_gib_per_node is not None:
+        raise ToolInputError(
+            "cluster_incomplete",
+            "give both cpus_per_node and memory_gib_per_node (or neither)",
+            "Add the missing one, as `ray status` reports it for one node.",
+        )
+    total = int(cluster.accelerators_total) if cluster_source == "ray_probe" and cluster else nodes * per_node
+    shape = ClusterShape(acc, nodes, per_node, total, cpus_per_node, cluster, cluster_source)
+    return shape, findings
+
+
+def probe_cluster(p: PlanRequest, ctx: RunContext) -> rr.ClusterCapacity:
+    """Live read-only Ray probe (cluster/ray.py), turned into the capacity XTuner checks its groups against."""
+    snap = ray_cluster.probe_cluster(p.ray_address, environ=ctx.environ, child_environ=ctx.environ)
+    if not snap.nodes:
+        raise ToolInputError(
+            "cluster_unreachable",
+            "use_cluster=true but the Ray cluster could not be read: " + ("; ".join(snap.errors) or "no nodes"),
+            "Start Ray (or pass ray_address / set RAY_ADDRESS), or give cpus_per_node and memory_gib_per_node.",
+        )
+    npu = sum(n.total.get("NPU", 0.0) for n in snap.nodes)
+    accelerator: rr.Accelerator = "NPU" if npu > 0 else "GPU"
+    nodes = [
+        rr.NodeCapacity(
+            accelerators=n.total.get(accelerator, 0.0),
+            cpus=n.total.get("CPU", 0.0),
+            memory_bytes=n.total.get("memory", 0.0),
+        )
+        for n in snap.nodes
+    ]
+    # XTuner checks groups against what is available now; Ray omits fully used resources (absent = 0). Without
+    # usage figures the cluster is taken as idle.
+    avail = snap.available
+    return rr.ClusterCapacity(
+        accelerator=accelerator,
+        accelerators_total=sum(n.accelerators for n in nodes),
+        cpus_total=sum(n.cpus for n in nodes),
+        memory_total_bytes=sum(n.memory_bytes for n in nodes),
+        accelerators_available=avail.get(accelerator, 0.0) if avail else None,
+        cpus_available=avail.get("CPU", 0.0) if avail else None,
+        memory_available_bytes=avail.get("memory", 0.0) if avail else None,
+        nodes=nodes,
+    )
+
+
+def fit_per_worker(
+    groups: list[tuple[str, int]],
+    accelerator: rr.Accelerator,
+    pools: list[rr.ExternalCPUPool],
+    cluster: rr.ClusterCapacity | None,
+) -> tuple[float, int, rr.RayRequirements, list[rr.FitRow]]:
+    """Largest per-worker CPUs (<=12) and memory (<=16 GiB) that pass every check; defaults when no cluster."""
+
+    def build(cpw: float, mem: int) -> rr.RayRequirements:
+        pgs = [rr.accelerator_pg_requirements(n, cpw, mem, accelerator=accelerator, name=name) for name, n in groups]
+        return rr.ray_requirements(pgs, pools)
+
+    cpw, mem = rr.DEFAULT_NUM_CPUS_PER_WORKER, rr.DEFAULT_CPU_MEMORY_PER_WORKER_BYTES
+    req = build(cpw, mem)
+    if cluster is None:
+        return cpw, mem, req, []
+    rows = rr.check_fit(req, cluster)
+    if rr.fits(rows):
+        return cpw, mem, req, rows
+
+    # Every check is monotone in the per-worker request, so binary-search the largest CPUs (at the smallest
+    # memory), then the largest memory at those CPUs: a handful of evaluations even for thousands of nodes.
+    def ok(c: int, m_gib: int) -> bool:
+        return rr.fits(rr.check_fit(build(float(c), m_gib * rr.GIB), cluster))
+
+    def largest(lo: int, hi: int, pred: Any) -> int | None:
+        if not pred(lo):
+            return None
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if pred(mid) else (lo, mid - 1)
+        return lo
+
+    c_best = largest(1, int(rr.DEFAULT_NUM_CPUS_PER_WORKER), lambda c: ok(c, MIN_WORKER_MEMORY_GIB))
+    if c_best is not None:
+        m_best = largest(MIN_WORKER_MEMORY_GIB, 16, lambda m: ok(c_best, m))
+        if m_best is not None:
+            r = build(float(c_best), m_best * rr.GIB)
+            return float(c_best), m_best * rr.GIB, r, rr.check_fit(r, cluster)
+    return cpw, mem, req, rows
+
+
+def _fmt(row: rr.FitRow, available: bool = False) -> str:
+    v = row.available if available else row.needed
+    if row.unit == "bytes":
+        return f"{v / rr.GIB:.1f} GiB"
+    return f"{v:g} {row.resource}" if row.unit == "count" else f"{v:g} CPUs"
+
+
+def size_ray_groups(
+    p: PlanRequest, shape: ClusterShape, group_shape: list[tuple[str, int]]
+) -> tuple[RaySizing, list[Finding]]:
+    """Ray requirements: XTuner's own arithmetic (resource_rules), sized to the cluster if known."""
+    pools = [rr.rollout_controller_pool()]
+    if p.judger_cpu_workers:
+        pools.append(rr.judger_pool("openai/gsm8k", num_workers=p.judger_cpu_workers))
+    pools = rr.unique_pool_names(pools)
+    pg_names = [("train" if r == "shared" else r, n) for r, n in group_shape]
+    cpw, mem, req, rows = fit_per_worker(pg_names, shape.accelerator, pools, shape.cluster)
+    fit_ok = rr.fits(rows) if shape.cluster is not None else None
+    sizing = RaySizing(cpw, mem, req, rows, fit_ok)
+    return sizing, fit_findings(sizing, shape)
+
+
+def fit_findings(sizing: RaySizing, shape: ClusterShape) -> list[Finding]:
+    """Lowered per-worker resources, each failing check, or a note that the fit was not checked."""
+    findings: list[Finding] = []
+    cpw, mem, req = sizing.cpus_per_worker, sizing.memory_per_worker, sizing.requirements
+    if (
+        shape.cluster is not None
+        and sizing.fits
+        and (cpw, mem) != (rr.DEFAULT_NUM_CPUS_PER_WORKER, rr.DEFAULT_CPU_MEMORY_PER_WORKER_BYTES)
+    ):
+        findings.append(
+            Finding(
+                id="topo.resources_reduced",
+                severity="warning",
+                category="ray_resources_insufficient",
+                title=f"Per-worker resources lowered to {cpw:g} CPU and {mem // rr.GIB} GiB to fit the cluster",
+                evidence=f"XTuner's defaults (12 CPU, 16 GiB per worker) need {req.placement_groups[0].num_workers}"
+                " workers x default + 10 CPUs / 10 GiB, more than the cluster offers",
+                fix="Keep these values, or add CPUs/memory to the Ray nodes (ray start --num-cpus/--memory).",
+                reference=f"{CB}#resource-checks",
+                source=rr.SRC_PG_CPU,
+                owner="config_edit",
+            )
+        )
+    findings += [_too_small_finding(row) for row in sizing.rows if not row.ok]
+    if shape.cluster is None:
+        findings.append(_not_checked_finding(sizing, shape))
+    return findings
+
+
+def _too_small_finding(row: rr.FitRow) -> Finding:
+    return Finding(
+        id="topo.cluster_too_small",
+        severity="blocker",
+        category="ray_resources_insufficient",
+        title=f"Cluster too small for '{row.check}': needs {_fmt(row)}, has {_fmt(row, True)}",
+        evidence=row.xtuner_message.splitlines()[0] if row.xtuner_message else row.check,
+        location=row.check,
+        fix=(
+            "Free the accelerators (another job or a stale placement group holds them) or plan fewer workers."
+            if row.unit == "count"
+            else "Add CPUs/memory to the Ray nodes (ray start --num-cpus/--memory) or add nodes; even 1 CPU "
+            "and 4 GiB per worker do not fit."
+        ),
+        reference=f"{CB}#external-cpu-pools" if row.check.startswith("external") else f"{CB}#resource-checks",
+        source=row.source,
+        owner="cluster_setup",
+    )
+
+
+def _not_checked_finding(sizing: RaySizing, shape: ClusterShape) -> Finding:
+    req, nodes = sizing.requirements, shape.nodes
+    per_node_cpus = math.ceil(req.min_cluster_cpus / max(1, nodes))
+    per_node_mem = math.ceil(req.min_cluster_memory_bytes / rr.GIB / max(1, nodes))
+    return Finding(
+        id="topo.cluster_not_checked",
+        severity="info",
+        category="ray_resources_insufficient",
+        title="Cluster CPUs/memory not given; fit not checked",
+        evidence=f"the run needs at least {req.min_cluster_cpus:g} Ray CPUs and "
+        f"{req.min_cluster_memory_gib:g} GiB Ray memory in total (about {per_node_cpus} CPUs and "
+        f"{per_node_mem} GiB per node, and {sizing.cpus_per_worker * shape.per_node:g} CPUs on each fully used node)",
+        fix="Pass cpus_per_node and memory_gib_per_node (from `ray status`), or use_cluster=true.",
+        reference=f"{CB}#resource-checks",
+        source=rr.SRC_PG_CPU,
+    )
+
+
+def worker_groups(group_shape: list[tuple[str, int]], sizing: RaySizing) -> list[WorkerGroupPlan]:
+    """One WorkerGroupPlan per placement group, at the fitted per-worker CPUs and memory."""
+    cpw, mem = sizing.cpus_per_worker, sizing.memory_per_worker
+    return [
+        WorkerGroupPlan(
+            role=r,
+            num_workers=n,
+            num_cpus_per_worker=cpw,
+            cpu_memory_per_worker_bytes=mem,
+            cpu_memory_per_worker_gib=round(mem / rr.GIB, 3),
+        )
+        for r, n in group_shape
+    ]
