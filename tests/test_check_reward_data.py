@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 from xtuner_rl_mcp.core import CATEGORIES, PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.scanners import jsonl as jsonl_scan
-from xtuner_rl_mcp.tools.check_reward_data import CODES, FILE_CODES, Params, check_path, run
+from xtuner_rl_mcp.scanners.jsonl_contract import CODE_SEVERITY, GSM8K_GT_RE
+from xtuner_rl_mcp.scanners.jsonl_duplicates import count_duplicates
+from xtuner_rl_mcp.scanners.jsonl_results import RangeResult, ScanOptions
+from xtuner_rl_mcp.tools.check_reward_data import Params, check_path, run
+from xtuner_rl_mcp.xtuner_rules.data_contract import CODES, FILE_CODES
 
 GSM8K_INSTR = ' Let\'s think step by step and output the final answer after "####".'
 
@@ -121,7 +125,7 @@ CASES: dict[str, tuple[bytes, dict]] = {
 
 
 def test_every_code_has_a_case_and_catalog_entry():
-    assert set(CASES) == set(jsonl_scan.CODE_SEVERITY) == set(CODES)
+    assert set(CASES) == set(CODE_SEVERITY) == set(CODES)
     for table in (CODES, FILE_CODES):
         for code, (title, category, anchor, source, fix) in table.items():
             assert title and fix and anchor, code
@@ -133,7 +137,7 @@ def test_every_code_has_a_case_and_catalog_entry():
 def test_each_code_is_reported(tmp_path, code):
     data, params = CASES[code]
     r = check(tmp_path, data, **params)
-    severity = jsonl_scan.CODE_SEVERITY[code]
+    severity = CODE_SEVERITY[code]
     assert code in r.errors_by_code, (code, r.errors_by_code)
     (finding,) = [f for f in r.findings if f.id == f"data.{code}"]
     assert finding.severity == severity
@@ -231,7 +235,7 @@ def _gsm8k_extract(response: str) -> str | None:
 @pytest.mark.parametrize("value", ["1,000", "$5", "+3", " 72", "3/4", "72 apples", "1e3"])
 def test_format_blockers_never_score(value):
     """A ground truth flagged gsm8k_ground_truth_format cannot equal the answer extracted from any response."""
-    assert not jsonl_scan.GSM8K_GT_RE.fullmatch(value)
+    assert not GSM8K_GT_RE.fullmatch(value)
     for response in (f"#### {value}", f"so #### {value}", f"#### {value.replace(',', '')}", f"#### {value.strip()}"):
         assert _gsm8k_extract(response) != value
 
@@ -399,7 +403,7 @@ def test_ranges_cut_anywhere_merge_to_the_single_pass(tmp_path):
     p = tmp_path / "mixed.jsonl"
     data = b"".join(_corpus_lines(3000)) + GOOD[:50]  # ends with a truncated line
     p.write_bytes(data)
-    opts = jsonl_scan.ScanOptions(max_examples_per_code=10_000)
+    opts = ScanOptions(max_examples_per_code=10_000)
     single = jsonl_scan.merge_ranges(str(p), [jsonl_scan.scan_range(str(p), 0, None, opts)], opts)
     size = p.stat().st_size
     for chunk in (997, 4096, 65_536, size // 3 + 1):
@@ -407,6 +411,54 @@ def test_ranges_cut_anywhere_merge_to_the_single_pass(tmp_path):
         parts.reverse()  # merge order must not matter
         assert _signature(jsonl_scan.merge_ranges(str(p), parts, opts)) == _signature(single), chunk
     assert single.codes["truncated_last_line"] == 1 and single.lines == data.count(b"\n") + 1
+
+
+def test_ray_task_runs_the_shipped_scanner_without_this_package(tmp_path):
+    """What a Ray worker receives (the task and the scanner modules' source) scans exactly like the package, in an
+    interpreter that cannot import xtuner_rl_mcp (no site: the editable install is invisible; msgspec added by hand)."""
+    import pickle
+
+    import msgspec
+    from xtuner_rl_mcp.scanners.jsonl_precise import load_schema
+    from xtuner_rl_mcp.scanners.jsonl_results import range_from_dict
+    from xtuner_rl_mcp.scanners.ray_scan import _RAY_TASK_SOURCE, scanner_sources
+
+    p = tmp_path / "mixed.jsonl"
+    p.write_bytes(b"".join(_corpus_lines(3000)) + GOOD[:50])
+    opts = ScanOptions(max_examples_per_code=10_000)
+    size = p.stat().st_size
+    ranges = jsonl_scan.plan_ranges(size, size // 3 + 1)
+    sources, digest = scanner_sources()
+    args = (
+        sources,
+        digest,
+        load_schema(),
+        str(p),
+        ranges,
+        {"judger": "auto", "max_line_bytes": 1 << 20, "max_examples_per_code": 10_000},
+    )
+    site = str(Path(msgspec.__file__).resolve().parents[1])
+    script = (
+        f"import sys\nsys.path.append({site!r})\n{_RAY_TASK_SOURCE}\nimport pickle\n"
+        "out = scan_ranges_remote(*pickle.load(sys.stdin.buffer))\n"
+        "assert not [m for m in sys.modules if m.startswith('xtuner_rl_mcp')]\n"
+        "sys.stdout.buffer.write(pickle.dumps(out))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", script],
+        input=pickle.dumps(args),
+        capture_output=True,
+        cwd=tmp_path,
+        env={"PYTHONHASHSEED": "0"},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    remote = jsonl_scan.merge_ranges(str(p), [range_from_dict(d) for d in pickle.loads(proc.stdout)], opts)
+    local = jsonl_scan.merge_ranges(str(p), [jsonl_scan.scan_range(str(p), s, e, opts) for s, e in ranges], opts)
+    assert _signature(remote) == _signature(local) and remote.invalid > 0
+    schema_errors = {(c, e.line, e.schema_error) for c, exs in local.examples.items() for e in exs}
+    assert {(c, e.line, e.schema_error) for c, exs in remote.examples.items() for e in exs} == schema_errors
+    assert any(err for _, _, err in schema_errors)  # jsonschema explained some lines on the worker side too
 
 
 def _tricky_lines() -> list[bytes]:
@@ -448,7 +500,7 @@ def _tricky_lines() -> list[bytes]:
 
 def _line_by_line(path: Path, opts) -> tuple:
     """The reference: every line through the single-line path, never the block decode."""
-    res = jsonl_scan.RangeResult(str(path), 0, path.stat().st_size)
+    res = RangeResult(str(path), 0, path.stat().st_size)
     scan = jsonl_scan._RangeScan(res, opts)
     data = path.read_bytes()
     *whole, last = data.split(b"\n")
@@ -468,7 +520,7 @@ def test_block_decode_agrees_with_line_by_line(tmp_path, monkeypatch, judger):
     for i, t in enumerate(tricky):
         files.append(b"".join([*clean[i % 7 : i % 7 + 9], t + b"\n", *clean[:20]]))
     files.append(b"".join(files))
-    opts = jsonl_scan.ScanOptions(judger=judger, max_examples_per_code=10_000)
+    opts = ScanOptions(judger=judger, max_examples_per_code=10_000)
     p = tmp_path / "tricky.jsonl"
     flagged = 0
     for data in files:
@@ -494,7 +546,7 @@ def test_clean_blocks_take_the_block_path(tmp_path, monkeypatch):
         original(self, o, raw)
 
     monkeypatch.setattr(jsonl_scan._RangeScan, "verdict", counted)
-    fr = jsonl_scan.scan_file(str(p), jsonl_scan.ScanOptions())
+    fr = jsonl_scan.scan_file(str(p), ScanOptions())
     assert fr.valid == fr.lines == 5000 and fr.invalid == 0
     assert len(calls) <= 2  # at most the line straddling each block end (file is under two blocks)
 
@@ -506,9 +558,9 @@ def test_count_duplicates_across_signed_buckets():
     a = array("q", sorted(vals))
     b = array("q", sorted([-5, 0, 2**63 - 1, 42]))
     c = array("q", sorted([-(2**63), 42, 3]))
-    assert jsonl_scan.count_duplicates([a, b, c]) == 5  # -5, 0, 2**63-1, 42, -(2**63)
-    assert jsonl_scan.count_duplicates([a]) == 0
-    assert jsonl_scan.count_duplicates([]) == 0
+    assert count_duplicates([a, b, c]) == 5  # -5, 0, 2**63-1, 42, -(2**63)
+    assert count_duplicates([a]) == 0
+    assert count_duplicates([]) == 0
 
 
 @pytest.fixture(scope="module")
@@ -540,7 +592,7 @@ def test_process_pool_agrees_with_single_process(big_file):
     r = check_path(str(big_file), max_examples_per_code=50, detail="full")
     assert _worker_children() == []  # every worker process was reaped
     assert (r.engine == "processes" and r.workers >= 2) or (os.cpu_count() or 1) < 2
-    opts = jsonl_scan.ScanOptions(max_examples_per_code=50)
+    opts = ScanOptions(max_examples_per_code=50)
     single = jsonl_scan.scan_file(str(big_file), opts)
     assert (r.lines, r.valid, r.invalid, r.bytes) == (single.lines, single.valid, single.invalid, single.bytes)
     assert r.errors_by_code == single.codes

@@ -18,6 +18,8 @@ from hypothesis import strategies as hs
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from xtuner_rl_mcp.scanners import jsonl as jsonl_scan
+from xtuner_rl_mcp.scanners.jsonl_contract import BLOCKING
+from xtuner_rl_mcp.scanners.jsonl_results import ScanOptions
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "references" / "schemas" / "rl-sample.schema.json"
 SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
@@ -50,9 +52,9 @@ def reference_verdicts(data: bytes, judger: str) -> list[bool]:
 
 
 def tool_verdicts(path: Path, judger: str) -> list[bool]:
-    opts = jsonl_scan.ScanOptions(judger=judger, max_examples_per_code=1_000_000)
+    opts = ScanOptions(judger=judger, max_examples_per_code=1_000_000)
     fr = jsonl_scan.scan_file(str(path), opts)
-    bad = {e.line for code, exs in fr.examples.items() if code in jsonl_scan.BLOCKING for e in exs}
+    bad = {e.line for code, exs in fr.examples.items() if code in BLOCKING for e in exs}
     assert fr.invalid == len(bad)
     return [i not in bad for i in range(1, fr.lines + 1)]
 

@@ -73,10 +73,11 @@ def test_ray_errors_are_structured_and_fast(tmp_path):
 def test_ray_task_is_shipped_by_value():
     """Workers need msgspec only: the task pickles without any reference to this package."""
     cloudpickle = pytest.importorskip("ray.cloudpickle")
-    from xtuner_rl_mcp.tools.check_reward_data import _ray_task_function
+    from xtuner_rl_mcp.scanners.ray_scan import _ray_task_function
 
     payload = cloudpickle.dumps(_ray_task_function())
     assert b"xtuner_rl_mcp.tools" not in payload and b"scan_ranges_remote" in payload
+    assert b"xtuner_rl_mcp.scanners" not in payload
 
 
 @pytest.mark.anyio

@@ -1,6 +1,6 @@
 """The catalog behind check_reward_data's findings: per code a title, category, reference anchor, XTuner source, fix.
 
-Severities live next to the scanner (``jsonl_scan.CODE_SEVERITY``); a test keeps both tables in step. Sources are
+Severities live next to the scanner (``scanners.jsonl_contract.CODE_SEVERITY``); a test keeps both tables in step. Sources are
 ``path:line`` at InternLM/xtuner@b934f46; ``None`` where the rule is this tool's own (size limit, duplicates).
 """
 

@@ -1,0 +1,214 @@
+"""Spreading a scan over this machine: byte-range tasks planned from file sizes, scanned in this process or over
+local worker processes (fresh interpreters fed length-prefixed pickles over stdin/stdout), and the worker's loop."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .jsonl import merge_ranges, plan_ranges, scan_range
+from .jsonl_results import FileResult, RangeResult, ScanOptions
+
+#: Below this total size everything is scanned in this process (process start-up would cost more than it saves).
+PARALLEL_MIN_BYTES = 8 << 20
+#: Byte-range size for parallel scans: small enough to balance two cores and report progress, big enough to amortise.
+MIN_RANGE_BYTES = 4 << 20
+MAX_RANGE_BYTES = 32 << 20
+#: Environment of scan workers (local processes and Ray tasks). PYTHONHASHSEED=0: every worker hashes prompts alike,
+#: so duplicates are found across ranges (jsonl_duplicates.HASH_DOMAIN).
+WORKER_HASH_ENV = {"PYTHONHASHSEED": "0"}
+#: glibc malloc settings for local workers: each block allocates and frees a few MiB, which by default goes back to
+#: the kernel and faults in again (about 500 page faults per MiB scanned; ~20% of a worker's time). Other C libraries
+#: ignore these variables.
+WORKER_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(128 << 20)}
+#: What a local worker process runs (see ``worker_main``).
+WORKER_COMMAND = "from xtuner_rl_mcp.scanners.parallel import worker_main; worker_main()"
+
+Task = tuple[str, int, int]  # path, start, end
+#: progress(bytes done, message)
+Progress = Callable[[int, str], None]
+
+
+def plan_tasks(files: list[tuple[str, int]], parallel: bool, workers: int) -> list[Task]:
+    """Byte-range tasks for (path, size) files: big files cut into ranges when ``parallel``, others whole."""
+    total = sum(size for _, size in files)
+    chunk = max(MIN_RANGE_BYTES, min(MAX_RANGE_BYTES, total // max(1, workers * 4)))
+    tasks: list[Task] = []
+    for path, size in files:
+        if parallel and size >= PARALLEL_MIN_BYTES:
+            tasks.extend((path, s, e) for s, e in plan_ranges(size, chunk))
+        else:
+            tasks.append((path, 0, size))
+    return tasks
+
+
+def merge_by_file(paths: list[str], results: list[RangeResult], opts: ScanOptions) -> list[FileResult]:
+    """The ranges scanned (any order, any engine) merged into one result per path, in the order of ``paths``."""
+    by_file: dict[str, list[RangeResult]] = {}
+    for r in results:
+        by_file.setdefault(r.path, []).append(r)
+    return [merge_ranges(p, by_file.get(p, []), opts) for p in paths]
+
+
+def scan_local(
+    tasks: list[Task], opts: ScanOptions, workers: int, progress: Progress
+) -> tuple[list[RangeResult], str, int]:
+    """Scan tasks in this process (small inputs) or over ``workers`` local worker processes."""
+    total = sum(e - s for _, s, e in tasks)
+    if workers > 1 and total >= PARALLEL_MIN_BYTES and len(tasks) > 1:
+        try:
+            return (
+                scan_processes(tasks, opts, min(workers, len(tasks)), progress),
+                "processes",
+                min(workers, len(tasks)),
+            )
+        except WorkersUnavailable:
+            pass  # e.g. the package is not importable by a fresh interpreter: scan here instead
+    results = []
+    done = 0
+    for path, start, end in tasks:
+        results.append(scan_range(path, start, end, opts, lambda n, d=done: progress(d + n, "scanning")))
+        done += end - start
+        progress(done, f"scanned {os.path.basename(path)}")
+    return results, "in_process", 1
+
+
+class WorkersUnavailable(Exception):
+    pass
+
+
+def scan_processes(tasks: list[Task], opts: ScanOptions, n: int, progress: Progress) -> list[RangeResult]:
+    """Byte ranges over ``n`` worker processes, fed from a shared queue (balanced; progress per range).
+
+    Workers are fresh interpreters running ``worker_main`` (started with ``subprocess``, not multiprocessing: a
+    'spawn' pool re-imports the caller's ``__main__``, which breaks unguarded scripts). They are ours alone and are
+    always reaped: stdin closed, then killed if they do not exit.
+    """
+    cmd = [sys.executable, "-c", WORKER_COMMAND]
+    env = {**os.environ, **WORKER_HASH_ENV, **WORKER_MALLOC_ENV}
+    procs: list[subprocess.Popen] = []
+    todo: queue.Queue = queue.Queue()
+    for task in tasks:
+        todo.put(task)
+    done_q: queue.Queue = queue.Queue()
+
+    def drive(proc: subprocess.Popen) -> None:
+        while True:
+            try:
+                task = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                send_message(proc.stdin, (*task, opts))
+                done_q.put((task, recv_message(proc.stdout)))
+            except Exception as exc:  # worker died or pipe broke: report, and stop using this worker
+                done_q.put((task, exc))
+                return
+
+    try:
+        for _ in range(n):
+            procs.append(
+                subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            )
+        threads = [threading.Thread(target=drive, args=(p,), daemon=True) for p in procs]
+        for t in threads:
+            t.start()
+        results, retry, done = _collect(tasks, threads, done_q, progress)
+        if not results and tasks:
+            raise WorkersUnavailable
+        for t in threads:
+            t.join()
+        while True:  # ranges no worker could take (a worker died): scan them here
+            try:
+                retry.append(todo.get_nowait())
+            except queue.Empty:
+                break
+        for path, start, end in retry:
+            results.append(scan_range(path, start, end, opts))
+            done += end - start
+            progress(done, f"scanned {os.path.basename(path)} bytes {start}-{end}")
+        return results
+    except OSError as exc:
+        raise WorkersUnavailable from exc
+    finally:
+        _reap(procs)
+
+
+def _collect(
+    tasks: list[Task], threads: list[threading.Thread], done_q: queue.Queue, progress: Progress
+) -> tuple[list[RangeResult], list[Task], int]:
+    """The workers' results as they arrive (with progress), the tasks whose worker failed, and the bytes done."""
+    results: list[RangeResult] = []
+    retry: list[Task] = []
+    done = 0
+    failed = 0
+    while len(results) + failed < len(tasks):
+        try:
+            task, res = done_q.get(timeout=1.0)
+        except queue.Empty:
+            if not any(t.is_alive() for t in threads) and done_q.empty():
+                break  # every worker is gone; whatever is left is scanned by the caller
+            continue
+        if isinstance(res, Exception):
+            failed += 1
+            retry.append(task)
+            continue
+        results.append(res)
+        done += task[2] - task[1]
+        progress(done, f"scanned {os.path.basename(task[0])} bytes {task[1]}-{task[2]}")
+    return results, retry, done
+
+
+def _reap(procs: list[subprocess.Popen]) -> None:
+    """Close every worker's stdin (it exits at EOF), wait for it, and kill it if it does not exit."""
+    for p in procs:
+        with contextlib.suppress(OSError):
+            p.stdin.close()  # type: ignore[union-attr]
+    for p in procs:
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        with contextlib.suppress(OSError):
+            p.stdout.close()  # type: ignore[union-attr]
+
+
+# --------------------------------------------------------------------------------------------------------
+# The worker side: length-prefixed pickles over stdin/stdout
+# --------------------------------------------------------------------------------------------------------
+
+
+def send_message(stream: Any, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(8, "little") + data)
+    stream.flush()
+
+
+def recv_message(stream: Any) -> Any:
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError("worker closed its output")
+    n = int.from_bytes(head, "little")
+    data = stream.read(n)
+    if len(data) < n:
+        raise EOFError("worker output cut short")
+    return pickle.loads(data)
+
+
+def worker_main() -> None:
+    """Entry point of a local worker process: scan the (path, start, end, options) tasks read from stdin."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            path, start, end, opts = recv_message(stdin)
+        except EOFError:
+            return
+        send_message(stdout, scan_range(path, start, end, opts))
