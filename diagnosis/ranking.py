@@ -6,7 +6,7 @@ import math
 from typing import Any, Literal
 
 from ..knowledge.catalog import get_failure_mode
-from .descriptions import DescriptionMatch
+from .descriptions import DescriptionMatch, shared_words_line
 from .descriptions import confidence as desc_confidence
 from .log_scanner import _KIND_RANK, EntryState, Scanner
 from .models import Diagnosis, Evidence, ToolCall
@@ -104,7 +104,12 @@ PRIOR_IDS = ("rollout_server_start_timeout", "cuda_out_of_memory", "placement_gr
 
 
 def with_descriptions(
-    catalog: Any, signature: list[Diagnosis], matches: list[DescriptionMatch], values: dict[str, Any]
+    catalog: Any,
+    signature: list[Diagnosis],
+    matches: list[DescriptionMatch],
+    values: dict[str, Any],
+    related: list[tuple[str, float]] = (),  # type: ignore[assignment]
+    lines: list[tuple[int, str]] = (),  # type: ignore[assignment]
 ) -> list[Diagnosis]:
     """Signature findings and description matches in one ranking; never empty.
 
@@ -115,8 +120,11 @@ def with_descriptions(
     found = {d.failure_mode_id: d for d in signature}
     best = matches[0].score if matches else 0.0
     merged = list(signature)
+    # An exact message of a specific entry outranks any reading of the wording.
+    exact = [d.confidence for d in signature if (fm := catalog.by_id[d.failure_mode_id]).specificity >= 3]
+    ceiling = min(exact) - 0.01 if exact else 1.0
     for m in matches:
-        conf = desc_confidence(m.score, best)
+        conf = min(desc_confidence(m.score, best), ceiling)
         if m.failure_mode_id in found:
             d = found[m.failure_mode_id]
             d.match = "signature_and_description"
@@ -125,6 +133,22 @@ def with_descriptions(
         evidence = [Evidence(source="text", line=n, text=t[:300], kind="phrase", context=p) for n, t, p in m.lines]
         fm = catalog.by_id[m.failure_mode_id]
         merged.append(diagnosis(fm, conf, evidence, len(m.phrases), values, match="description"))
+        found[fm.id] = merged[-1]
+    # Entries that share only words with the report: weaker leads, kept below every phrase match, and left out
+    # when an exact message already names a specific cause.
+    decided = any(d.confidence >= 0.75 and d.match != "description" for d in signature)
+    top_related = related[0][1] if related and not decided else 0.0
+    for fm_id, score in related if top_related else ():
+        if fm_id in found or score < 0.25 * top_related:
+            continue
+        fm = catalog.by_id[fm_id]
+        conf = min(round(0.05 + 0.1 * score / top_related, 2), ceiling)
+        line = shared_words_line(catalog, lines, fm_id)
+        evidence = (
+            [Evidence(source="text", line=line[0], text=line[1][:300], kind="phrase", context=line[2])] if line else []
+        )
+        merged.append(diagnosis(fm, conf, evidence, len(evidence), values, match="description"))
+        found[fm_id] = merged[-1]
     order = {"blocker": 0, "warning": 1, "info": 2}
     merged.sort(key=lambda d: (-d.confidence, order[d.severity]))
     head: list[Diagnosis] = []

@@ -131,9 +131,17 @@ def test_generic_requirements_of_the_issue_are_covered(catalog):
 
 
 def test_sources_are_xtuner_paths_with_lines(catalog):
+    """XTuner path:line (a range allowed), or external:<project> for another stack's message."""
     for fm in catalog.failure_mode:
         for s in fm.source:
-            assert re.match(r"^(xtuner|examples)/[\w./-]+\.py:\d+$", s), (fm.id, s)
+            assert re.match(r"^(xtuner|examples)/[\w./-]+\.(py|sh):\d+(-\d+)?$|^external:[\w.-]+$", s), (fm.id, s)
+
+
+def test_entries_from_other_stacks_name_the_xtuner_equivalent(catalog):
+    """An entry whose every source is external still says what to do in XTuner."""
+    for fm in catalog.failure_mode:
+        if all(s.startswith("external:") for s in fm.source):
+            assert "XTuner" in " ".join([fm.cause, *fm.fix]), fm.id
 
 
 @pytest.mark.skipif(not MIRROR.is_dir(), reason="XTuner mirror not available")
@@ -141,7 +149,10 @@ def test_sources_exist_at_the_pinned_commit(catalog):
     files: dict[str, int] = {}
     for fm in catalog.failure_mode:
         for s in fm.source:
+            if s.startswith("external:"):
+                continue
             path, line = s.rsplit(":", 1)
+            line = line.split("-")[-1]
             if path not in files:
                 out = subprocess.run(
                     ["git", "-C", str(MIRROR), "show", f"b934f46:{path}"], capture_output=True, text=True

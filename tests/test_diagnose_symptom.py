@@ -1150,8 +1150,11 @@ def test_realistic_case(case: Case):
         assert top.fix and top.cause and top.source
         assert res.summary.startswith(("Most likely", "Run looks stuck", "No fatal error"))
         assert case.top in res.summary
+    # Absent as a cause read from the messages; a description lead may still list it, below the real cause.
+    exact_ids = [f.failure_mode_id for f in res.findings if f.match != "description"]
     for other in case.absent:
-        assert other not in ids, (other, ids)
+        assert other not in exact_ids, (other, exact_ids)
+        assert other not in ids or ids.index(other) > 0, (other, ids)
     if case.verdict:
         assert res.verdict == case.verdict
 

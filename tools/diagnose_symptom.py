@@ -26,7 +26,7 @@ from ..core import (
     params_model_config,
 )
 from ..diagnosis import log_scanner
-from ..diagnosis.descriptions import described_lines, match_description
+from ..diagnosis.descriptions import described_lines, is_log, match_description, related_entries
 from ..diagnosis.log_scanner import Scanner
 from ..diagnosis.models import Diagnosis
 from ..diagnosis.ranking import Verdict, choose_verdict, rank, separating_questions, with_descriptions
@@ -312,7 +312,12 @@ def run(params: Params, ctx: RunContext) -> Result:
     described = described_lines(params.text) if params.text else []
     described += [(n, t) for src, n, t, _c in scanner.unrecognized.values() if src != "text"]
     diagnosed = with_descriptions(
-        catalog, rank(catalog, scanner, values), match_description(catalog, described), values
+        catalog,
+        rank(catalog, scanner, values),
+        match_description(catalog, described),
+        values,
+        related_entries(catalog, described, from_log=bool(files) or is_log(params.text or "")),
+        described,
     )
     shown = diagnosed[: params.max_findings]
     unrec_all = sorted(scanner.unrecognized.values(), key=lambda it: (it[0] != "text", it[1]))

@@ -1,0 +1,164 @@
+"""diagnose_symptom on what people write: prose, Chinese, other stacks' wording, and signatures combined with it.
+
+The texts here are written for these tests (not taken from the corpus), in the styles real reports use.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from xtuner_rl_mcp.core import RunContext
+from xtuner_rl_mcp.diagnosis.descriptions import phrase_index
+from xtuner_rl_mcp.knowledge.catalog import load_catalog
+from xtuner_rl_mcp.knowledge.text import contains_phrase, normalise, stem, terms
+from xtuner_rl_mcp.tools.diagnose_symptom import Params, run
+
+
+def _diag(text: str, **kw):
+    return run(Params(text=text, **kw), RunContext())
+
+
+def _cats(res, k: int = 3) -> list[str]:
+    return [f.category for f in res.findings[:k]]
+
+
+# --- normalisation -------------------------------------------------------------------------------------------
+
+
+def test_inflections_fold_to_one_key():
+    for a, b in [("hangs", "hanging"), ("devices", "device"), ("configured", "configure"), ("timeouts", "timeout")]:
+        assert stem(a) == stem(b), (a, b)
+    assert stem("status") == "status" and stem("loss") == "loss"
+
+
+def test_identifiers_split_into_words_and_chinese_stays_whole():
+    assert normalise("CUDA_VISIBLE_DEVICES=0,1") == normalise("cuda visible devices 0 1")
+    assert contains_phrase(normalise("报错：端口被占用了"), normalise("端口被占用"))
+    assert not contains_phrase(normalise("the port is fine"), normalise("port in use"))
+    assert terms("显存不足") == ["显存", "存不", "不足"]
+
+
+# --- the catalog carries descriptions ---------------------------------------------------------------------------
+
+
+def test_every_entry_is_described_in_english_and_chinese():
+    catalog = load_catalog()
+    thin = [fm.id for fm in catalog.entries if len(fm.phrases) < 8]
+    assert not thin, thin
+    no_zh = [
+        fm.id for fm in catalog.entries if not any(any("\u4e00" <= ch <= "\u9fff" for ch in p) for p in fm.phrases)
+    ]
+    assert not no_zh, no_zh
+
+
+def test_phrases_are_not_bare_generic_words():
+    generic = {normalise(w) for w in ["error", "failed", "training", "bug", "problem", "报错", "问题", "model", "gpu"]}
+    catalog = load_catalog()
+    bad = [(fm.id, p) for fm in catalog.entries for p in fm.phrases if normalise(p) in generic]
+    assert not bad, bad
+
+
+def test_a_phrase_shared_by_many_entries_weighs_less():
+    idx = phrase_index(load_catalog())
+    weights = {p.norm: p.weight for ps in idx.by_entry.values() for p in ps}
+    counts: dict[str, int] = {}
+    for ps in idx.by_entry.values():
+        for p in ps:
+            counts[p.norm] = counts.get(p.norm, 0) + 1
+    latin_word = lambda n: len(n.split()) == 1 and n.strip().isascii()  # noqa: E731
+    shared = [n for n, c in counts.items() if c >= 3 and latin_word(n)]
+    unique = [n for n, c in counts.items() if c == 1 and latin_word(n)]
+    assert shared and unique
+    assert min(weights[n] for n in unique) > max(weights[n] for n in shared)
+
+
+# --- prose, Chinese, other stacks ------------------------------------------------------------------------------
+
+PROSE = [
+    # (text, accepted categories)
+    (
+        "Every few runs the rollout workers fail to come up because some port is already taken on the node, "
+        "rerunning usually fixes it.",
+        {"backend_runtime_error"},
+    ),
+    (
+        "Training with LMDeploy works with expert parallel 1, but with expert_parallel_size=2 the rollout just hangs "
+        "and nothing is printed.",
+        {"backend_runtime_error", "resource_mismatch_num_workers", "backend_unsupported"},
+    ),
+    ("Ray 的 actor 一直处于 pending 状态，日志也没说缺什么资源，2 台 8 卡机器。", {"ray_resources_insufficient"}),
+    (
+        "The reward is always 0 for every sample, even the ones the model clearly gets right.",
+        {"data_format_other", "reward_data_missing_ground_truth"},
+    ),
+    (
+        "my prompt field was a plain string, not a list of chat messages, and the dataset loader crashed",
+        {"data_format_other"},
+    ),
+    ("vLLM says no available memory for the cache blocks when I raise the batch size", {"model_loading"}),
+    ("训练跑到一半显存不足，OOM 了", {"model_loading"}),
+    ("The worker was killed by the OOM killer, host memory was exhausted (not GPU)", {"ray_resources_insufficient"}),
+]
+
+
+@pytest.mark.parametrize("text,accepted", PROSE, ids=[t[:40] for t, _ in PROSE])
+def test_prose_reports_get_ranked_candidates(text, accepted):
+    res = _diag(text)
+    assert res.findings, res.summary
+    assert accepted & set(_cats(res)), (_cats(res), [f.failure_mode_id for f in res.findings])
+    top = res.findings[0]
+    if top.match == "description":
+        assert res.verdict == "suspected_from_description"
+        assert top.confidence <= 0.6 and top.look_for
+        assert any(e.kind == "phrase" and e.context for e in top.evidence)
+
+
+@pytest.mark.parametrize("text", ["it hangs", "reward is always 0", "训练卡住了，没有任何输出"])
+def test_bare_symptoms_get_candidates_and_questions(text):
+    res = _diag(text)
+    assert len(res.findings) >= 2, res.summary
+    assert len({f.category for f in res.findings[:3]}) >= 2  # different causes, not three of a kind
+    assert res.questions and all("Does a log contain" in q for q in res.questions)
+    assert res.summary.startswith("No exact error message matched")
+
+
+def test_nothing_recognisable_still_answers_with_what_to_look_for():
+    res = _diag("hello, can you help me?")
+    assert res.findings == [] and res.verdict == "no_known_failure"
+    assert res.questions and "traceback" in res.questions[0]
+
+
+def test_signature_and_description_agree_and_are_marked_so():
+    text = "The run keeps dying when the rollout server starts, port conflict again:\nOSError: [Errno 98] Address already in use"
+    res = _diag(text)
+    top = res.findings[0]
+    assert top.failure_mode_id == "port_in_use"
+    assert top.match == "signature_and_description" and top.confidence >= 0.8
+    assert res.verdict == "failure_found"
+
+
+def test_signature_outranks_a_description_of_something_else():
+    text = "I think it is an OOM maybe?\nAssertionError: Not enough available GPUS in Ray cluster, 4.0 less than 8."
+    res = _diag(text)
+    assert res.findings[0].failure_mode_id == "ray_not_enough_gpus"
+    assert res.findings[0].match in ("signature", "signature_and_description")
+
+
+def test_info_lines_of_a_healthy_log_do_not_raise_suspicions():
+    text = "\n".join(
+        f"2026-08-21 10:0{i}:00 [INFO] placement group created, rollout workers ready, port 2500{i} bound"
+        for i in range(5)
+    )
+    res = _diag(text)
+    assert [f for f in res.findings if f.match == "description"] == []
+
+
+@pytest.mark.anyio
+async def test_chinese_report_through_mcp(mcp_client):
+    res = await mcp_client.call_tool(
+        "diagnose_symptom", {"text": "用 sglang 做 rollout，服务起不来，一直报健康检查失败，然后超时退出"}
+    )
+    data = res.structured_content or json.loads(res.content[0].text)
+    assert data["findings"] and data["findings"][0]["category"] == "backend_runtime_error"
+    assert data["findings"][0]["match"] in ("description", "signature_and_description")
