@@ -1,6 +1,6 @@
 """Static evaluation of an XTuner Python config file with ``ast``: the config is never imported or executed.
 
-The evaluator walks the module's top-level statements in order and binds each name to a value:
+The evaluator walks the module's top-level statements in order and binds each name to a value (:mod:`.values`):
 
 * ``Lit`` — a Python literal or the result of simple arithmetic / comparisons / ``int()``-style casts on literals;
 * ``Coll`` — a list, tuple or dict holding other values (e.g. a list of ``TaskSpecConfig(...)`` calls);
@@ -17,15 +17,15 @@ default (marked as such). Bounded in time and memory: big literal operations are
 from __future__ import annotations
 
 import ast
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..xtuner_rules import classes as xc
+from .env_reads import EnvRead, collect_env_reads
+from .literal_ops import COMPARE_OPS, MAX_SEQ_LEN, replace_too_big, safe_binop
+from .source_text import expr_text
+from .values import Coll, Func, Lit, Obj, Unres, Val, coll_get, elements, is_lit, merge_deps, to_python, with_deps
 
-MAX_EXPR_CHARS = 160
-MAX_SEQ_LEN = 10_000
-MAX_INT_BITS = 256
 MAX_INLINE_DEPTH = 8
 MAX_INLINE_CALLS = 200
 MUTATING_METHODS = frozenset(
@@ -33,217 +33,6 @@ MUTATING_METHODS = frozenset(
 )
 STR_METHODS = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith", "replace", "split"})
 CAST_FUNCS = frozenset({"int", "float", "str", "bool", "abs", "round", "min", "max", "len"})
-
-
-def expr_text(node: ast.AST, lines: list[str] | None = None) -> str:
-    """Source text of an expression (from the file when ``lines`` is given), shortened for reports."""
-    text = _segment(node, lines) if lines is not None else None
-    if text is None:
-        try:
-            text = ast.unparse(node)
-        except Exception:  # ast.unparse can fail on odd trees; the text is only for display
-            text = type(node).__name__
-    text = " ".join(text.split()) if "\n" in text else text
-    return text if len(text) <= MAX_EXPR_CHARS else text[: MAX_EXPR_CHARS - 3] + "..."
-
-
-def _segment(node: ast.AST, lines: list[str]) -> str | None:
-    """Slice the node's source from the file (ast offsets are UTF-8 byte columns); None if unavailable."""
-    try:
-        l0, c0 = node.lineno, node.col_offset  # type: ignore[attr-defined]
-        l1, c1 = node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
-    except AttributeError:
-        return None
-    if l0 is None or l1 is None or c1 is None or not (1 <= l0 <= l1 <= len(lines)):
-        return None
-    if l0 == l1:
-        return lines[l0 - 1].encode()[c0:c1].decode(errors="replace")
-    parts = [lines[l0 - 1].encode()[c0:].decode(errors="replace")]
-    for i in range(l0, l1 - 1):
-        parts.append(lines[i])
-        if sum(len(x) for x in parts) > MAX_EXPR_CHARS * 2:
-            return "\n".join(parts)
-    parts.append(lines[l1 - 1].encode()[:c1].decode(errors="replace"))
-    return "\n".join(parts)
-
-
-# --------------------------------------------------------------------------------------------------------
-# Values
-# --------------------------------------------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class Val:
-    line: int
-    expr: str
-    env: tuple[str, ...] = ()  # env vars the value depends on
-    env_defaulted: tuple[str, ...] = ()  # env vars not supplied whose default was used
-
-
-@dataclass(eq=False)
-class Lit(Val):
-    value: Any = None
-
-
-@dataclass(eq=False)
-class Coll(Val):
-    kind: str = "list"  # list | tuple | dict
-    items: list[Val] = field(default_factory=list)
-    keys: list[Val] | None = None  # for dicts
-
-
-@dataclass(eq=False)
-class Obj(Val):
-    cls: str = ""
-    kwargs: dict[str, Val] = field(default_factory=dict)
-    kw_lines: dict[str, int] = field(default_factory=dict)
-    args: list[Val] = field(default_factory=list)
-    splat: bool = False  # has **kwargs that could not be expanded
-    conditional: bool = False  # built inside an ``if`` whose test is unresolved
-    synthetic: bool = False  # a class default, not written in the config
-
-
-@dataclass(eq=False)
-class Func(Val):
-    name: str = ""
-    node: ast.FunctionDef | None = None  # set when the body is a single ``return <expr>`` (inlined on call)
-
-
-@dataclass(eq=False)
-class Unres(Val):
-    reason: str = ""
-
-
-@dataclass
-class EnvRead:
-    """One environment read found anywhere in the file."""
-
-    name: str | None  # None when the key is not a literal
-    line: int
-    required: bool  # os.environ[...] (KeyError if unset) vs get/getenv with a default
-    default: str | None  # source text of the default, if any
-    expr: str
-
-
-def _deps(*vals: Val) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    env: list[str] = []
-    dflt: list[str] = []
-    for v in vals:
-        env.extend(x for x in v.env if x not in env)
-        dflt.extend(x for x in v.env_defaulted if x not in dflt)
-    return tuple(env), tuple(dflt)
-
-
-def to_python(v: Val) -> Any:
-    """Python value of a Lit / Coll of Lits; raises ValueError otherwise."""
-    if isinstance(v, Lit):
-        return v.value
-    if isinstance(v, Coll):
-        if v.kind == "dict":
-            return {to_python(k): to_python(i) for k, i in zip(v.keys or [], v.items, strict=False)}
-        items = [to_python(i) for i in v.items]
-        return tuple(items) if v.kind == "tuple" else items
-    raise ValueError("not a literal")
-
-
-def is_lit(v: Val | None) -> bool:
-    try:
-        to_python(v)  # type: ignore[arg-type]
-        return v is not None
-    except (ValueError, TypeError):
-        return False
-
-
-def coll_get(v: Val, key: Any) -> Val | None:
-    """Item of a dict-like Coll/Lit by literal key."""
-    if isinstance(v, Coll) and v.kind == "dict":
-        for k, item in zip(v.keys or [], v.items, strict=False):
-            if isinstance(k, Lit) and k.value == key:
-                return item
-        return None
-    if isinstance(v, Lit) and isinstance(v.value, dict) and key in v.value:
-        return Lit(v.line, v.expr, v.env, v.env_defaulted, value=v.value[key])
-    return None
-
-
-def elements(v: Val) -> list[Val] | None:
-    """Items of a list/tuple value, or None."""
-    if isinstance(v, Coll) and v.kind in ("list", "tuple"):
-        return list(v.items)
-    if isinstance(v, Lit) and isinstance(v.value, list | tuple):
-        return [Lit(v.line, v.expr, v.env, v.env_defaulted, value=x) for x in v.value]
-    return None
-
-
-def _safe_binop(op: ast.operator, a: Any, b: Any) -> Any:
-    """Arithmetic on literals with size guards; raises ValueError when refused or invalid."""
-    if isinstance(op, ast.Pow):
-        if not isinstance(a, int | float) or not isinstance(b, int | float) or abs(b) > 64:
-            raise ValueError("power refused")
-        if isinstance(a, int) and abs(a) > 2**16 and b > 4:
-            raise ValueError("power refused")
-    if isinstance(op, ast.Mult):
-        for seq, n in ((a, b), (b, a)):
-            if (
-                isinstance(seq, str | list | tuple | bytes)
-                and isinstance(n, int)
-                and len(seq) * max(n, 0) > MAX_SEQ_LEN
-            ):
-                raise ValueError("repetition refused")
-    if isinstance(op, ast.Add) and isinstance(a, str | list | tuple | bytes) and hasattr(b, "__len__"):
-        if len(a) + len(b) > MAX_SEQ_LEN:
-            raise ValueError("concatenation refused")
-    if isinstance(op, ast.LShift) and isinstance(b, int) and b > MAX_INT_BITS:
-        raise ValueError("shift refused")
-    ops = {
-        ast.Add: lambda x, y: x + y,
-        ast.Sub: lambda x, y: x - y,
-        ast.Mult: lambda x, y: x * y,
-        ast.Div: lambda x, y: x / y,
-        ast.FloorDiv: lambda x, y: x // y,
-        ast.Mod: lambda x, y: x % y,
-        ast.Pow: lambda x, y: x**y,
-        ast.LShift: lambda x, y: x << y,
-        ast.RShift: lambda x, y: x >> y,
-        ast.BitOr: lambda x, y: x | y,
-        ast.BitAnd: lambda x, y: x & y,
-    }
-    fn = ops.get(type(op))
-    if fn is None:
-        raise ValueError("operator not supported")
-    if isinstance(a, str) and isinstance(op, ast.Mod):
-        raise ValueError("%-formatting not evaluated")
-    try:
-        out = fn(a, b)
-    except Exception as exc:
-        raise ValueError(str(exc)) from None
-    if isinstance(out, int) and out.bit_length() > MAX_INT_BITS:
-        raise ValueError("result too large")
-    if isinstance(out, float) and not math.isfinite(out):
-        raise ValueError("non-finite result")
-    return out
-
-
-_CMP = {
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
-    ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b,
-    ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-    ast.Is: lambda a, b: a is b,
-    ast.IsNot: lambda a, b: a is not b,
-}
-
-
-def _replace_too_big(text: str, args: list[Any]) -> bool:
-    if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
-        return True
-    old, new = args[0], args[1]
-    hits = text.count(old) if old else len(text) + 1
-    return len(text) + hits * len(new) > MAX_SEQ_LEN
 
 
 def _callee_name(func: ast.expr) -> str | None:
@@ -451,11 +240,11 @@ class ConfigEvaluator:
     # ---- expressions --------------------------------------------------------------------------------
 
     def _unres(self, node: ast.AST, reason: str, *deps: Val) -> Unres:
-        env, dflt = _deps(*deps)
+        env, dflt = merge_deps(*deps)
         return Unres(getattr(node, "lineno", 0), self.text(node), env, dflt, reason=reason)
 
     def _lit(self, node: ast.AST, value: Any, *deps: Val) -> Lit:
-        env, dflt = _deps(*deps)
+        env, dflt = merge_deps(*deps)
         return Lit(getattr(node, "lineno", 0), self.text(node), env, dflt, value=value)
 
     def ev(self, node: ast.expr) -> Val:
@@ -508,7 +297,7 @@ class ConfigEvaluator:
                     ok = True
                     for op, r in zip(node.ops, rights, strict=True):
                         b = to_python(r)
-                        ok = ok and bool(_CMP[type(op)](a, b))
+                        ok = ok and bool(COMPARE_OPS[type(op)](a, b))
                         a = b
                     return self._lit(node, ok, left, *rights)
                 except Exception:
@@ -518,21 +307,21 @@ class ConfigEvaluator:
             test = self.ev(node.test)
             if isinstance(test, Lit):
                 picked = self.ev(node.body if test.value else node.orelse)
-                return _with_deps(picked, test)
+                return with_deps(picked, test)
             return self._unres(node, "condition not resolved", test)
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
             items = [self.ev(e) for e in node.elts if not isinstance(e, ast.Starred)]
             if any(isinstance(e, ast.Starred) for e in node.elts):
                 return self._unres(node, "starred element")
             kind = "tuple" if isinstance(node, ast.Tuple) else "list"
-            env, dflt = _deps(*items)
+            env, dflt = merge_deps(*items)
             return Coll(node.lineno, self.text(node), env, dflt, kind=kind, items=items)
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 return self._unres(node, "dict unpacking")
             keys = [self.ev(k) for k in node.keys if k is not None]
             items = [self.ev(v) for v in node.values]
-            env, dflt = _deps(*keys, *items)
+            env, dflt = merge_deps(*keys, *items)
             return Coll(node.lineno, self.text(node), env, dflt, kind="dict", items=items, keys=keys)
         if isinstance(node, ast.Subscript):
             base = self.ev(node.value)
@@ -560,7 +349,7 @@ class ConfigEvaluator:
     def _binop(self, node: ast.BinOp, a: Val, b: Val) -> Val:
         if isinstance(a, Lit) and isinstance(b, Lit):
             try:
-                return self._lit(node, _safe_binop(node.op, a.value, b.value), a, b)
+                return self._lit(node, safe_binop(node.op, a.value, b.value), a, b)
             except ValueError as exc:
                 return self._unres(node, f"arithmetic not computed ({exc})", a, b)
         return self._unres(node, "operand not resolved", a, b)
@@ -641,7 +430,7 @@ class ConfigEvaluator:
             why = "not in the supplied env" if self.env is not None else "no env supplied"
             return Unres(node.lineno, self.text(node), (name,), (), reason=f"required env var {name} ({why})")
         dv = self.ev(default) if default is not None else self._lit(node, None)
-        env, dflt = _deps(dv)
+        env, dflt = merge_deps(dv)
         if isinstance(dv, Lit):
             return Lit(node.lineno, self.text(node), (name, *env), (name, *dflt), value=dv.value)
         return Unres(
@@ -661,7 +450,7 @@ class ConfigEvaluator:
                 and isinstance(base.value, str)
                 and len(base.value) <= MAX_SEQ_LEN
                 and all(isinstance(a, Lit) and len(str(a.value)) <= MAX_SEQ_LEN for a in args)
-                and not (node.func.attr == "replace" and _replace_too_big(base.value, [a.value for a in args]))  # type: ignore[union-attr]
+                and not (node.func.attr == "replace" and replace_too_big(base.value, [a.value for a in args]))  # type: ignore[union-attr]
             ):
                 try:
                     return self._lit(node, getattr(base.value, node.func.attr)(*[a.value for a in args]), base, *args)  # type: ignore[union-attr]
@@ -754,7 +543,7 @@ class ConfigEvaluator:
                 return self._unres(node, "dict(**...) not evaluated")
             keys.append(Lit(kw.value.lineno, repr(kw.arg), value=kw.arg))
             items.append(self.ev(kw.value))
-        env, dflt = _deps(*items)
+        env, dflt = merge_deps(*items)
         return Coll(node.lineno, self.text(node), env, dflt, kind="dict", items=items, keys=keys)
 
     def _obj(self, node: ast.Call, cls: str) -> Obj:
@@ -772,21 +561,10 @@ class ConfigEvaluator:
                 continue
             obj.kwargs[kw.arg] = val
             obj.kw_lines[kw.arg] = kw.value.lineno
-        env, dflt = _deps(*obj.args, *obj.kwargs.values())
+        env, dflt = merge_deps(*obj.args, *obj.kwargs.values())
         obj.env, obj.env_defaulted = env, dflt
         self.objects.append(obj)
         return obj
-
-
-def _with_deps(v: Val, *extra: Val) -> Val:
-    env, dflt = _deps(v, *extra)
-    if (env, dflt) == (v.env, v.env_defaulted):
-        return v
-    if isinstance(v, Lit):
-        return Lit(v.line, v.expr, env, dflt, value=v.value)
-    if isinstance(v, Unres):
-        return Unres(v.line, v.expr, env, dflt, reason=v.reason)
-    return v
 
 
 def _single_return(fdef: ast.FunctionDef) -> ast.expr | None:
@@ -812,39 +590,6 @@ def assigned_names(node: ast.AST) -> list[str]:
         elif isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and sub.name not in out:
             out.append(sub.name)
     return out
-
-
-def collect_env_reads(tree: ast.Module, lines: list[str] | None = None) -> list[EnvRead]:
-    """Every ``os.environ[...]``, ``os.environ.get(...)`` and ``os.getenv(...)`` in the file, functions included."""
-    reads: list[EnvRead] = []
-
-    def is_os(n: ast.expr) -> bool:
-        return isinstance(n, ast.Name) and n.id in ("os", "_os")
-
-    def is_environ(n: ast.expr) -> bool:
-        return (isinstance(n, ast.Attribute) and n.attr == "environ" and is_os(n.value)) or (
-            isinstance(n, ast.Name) and n.id == "environ"
-        )
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Subscript) and is_environ(node.value) and isinstance(node.ctx, ast.Load):
-            key = node.slice.value if isinstance(node.slice, ast.Constant) else None
-            reads.append(
-                EnvRead(key if isinstance(key, str) else None, node.lineno, True, None, expr_text(node, lines))
-            )
-        elif isinstance(node, ast.Call) and node.args:
-            f = node.func
-            getter = (isinstance(f, ast.Attribute) and f.attr in ("get", "setdefault") and is_environ(f.value)) or (
-                isinstance(f, ast.Attribute) and f.attr == "getenv" and is_os(f.value)
-            )
-            getter = getter or (isinstance(f, ast.Name) and f.id == "getenv")
-            if getter:
-                k = node.args[0]
-                key = k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None
-                dflt = expr_text(node.args[1], lines) if len(node.args) > 1 else None
-                reads.append(EnvRead(key, node.lineno, False, dflt, expr_text(node, lines)))
-    reads.sort(key=lambda r: r.line)
-    return reads
 
 
 def evaluate(tree: ast.Module, env: dict[str, str] | None, source: str | None = None) -> Evaluation:

@@ -1,19 +1,22 @@
 """inspect_config: read an XTuner RL config file statically and predict the errors XTuner would raise.
 
-The file is parsed with ``ast`` and evaluated by :mod:`.config_ast` — never imported or executed. The tool reports
-the ``trainer`` variable and class, every environment variable the file reads, key settings, each task (agent loop,
-judger, produce strategy, sampler), resources and trace, then applies XTuner's own validation rules (pydantic
-fields and ``extra="forbid"``, the trainer's interval validator, build-time assertions) and says, for each problem,
-the exact XTuner message it prevents and where XTuner raises it (``path:line`` at ``InternLM/xtuner@b934f46``).
+The file is parsed with ``ast`` and evaluated by :mod:`..config_analysis.evaluator` — never imported or executed —
+and the rules of :mod:`..config_analysis.rules` are applied. The tool reports the ``trainer`` variable and class,
+every environment variable the file reads, key settings, each task (agent loop, judger, produce strategy, sampler),
+resources and trace, then applies XTuner's own validation rules (pydantic fields and ``extra="forbid"``, the
+trainer's interval validator, build-time assertions) and says, for each problem, the exact XTuner message it
+prevents and where XTuner raises it (``path:line`` at ``InternLM/xtuner@b934f46``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..config_analysis.report import REF, CPUPool, ResourcePool, Setting, TaskInfo
+from ..config_analysis.env_reads import EnvRead
+from ..config_analysis.report import CPUPool, ResourcePool, Setting, TaskInfo
+from ..config_analysis.rules import analyse, not_python_finding
 from ..core import (
     DEFAULT_LIST_CAP,
     Detail,
@@ -26,9 +29,6 @@ from ..core import (
     count_severities,
     params_model_config,
 )
-
-if TYPE_CHECKING:
-    from ..config_analysis.evaluator import EnvRead
 
 MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -143,24 +143,7 @@ def run(params: Params, ctx: RunContext) -> Result:
     suffix = name.rsplit(".", 1)[-1] if "." in name else ""
     if suffix != "py":  # XTuner compares Path.suffix with ".py" exactly (xtuner/v1/utils/config.py:17)
         real = str(ctx.paths.check(params.path, kind="file", what="config path"))
-        yaml = suffix in ("yaml", "yml")
-        f = Finding(
-            id="config.not_python",
-            severity="blocker",
-            category="config_load_error",
-            title="Only Python (.py) configs work for XTuner RL",
-            evidence=(
-                "A YAML config loads as a plain mapping, so cfg.trainer.build is an empty addict Config and the "
-                "run fails with TypeError: 'Config' object is not callable."
-                if yaml
-                else "XTuner raises NotImplementedError: Only python/yaml type config are supported now!"
-            ),
-            location=real.rsplit("/", 1)[-1],
-            fix="Write the config as a .py file that builds `trainer = RLColocateTrainerConfig(...)`.",
-            reference=REF + "baserltrainerconfig",
-            source="xtuner/v1/utils/config.py:17-28",
-            owner="config_edit",
-        )
+        f = not_python_finding(real, suffix)
         return Result(
             summary="blocked: only .py RL configs can be loaded",
             path=real,
@@ -170,8 +153,6 @@ def run(params: Params, ctx: RunContext) -> Result:
             counts=count_severities([f]),
             findings=[f],
         )
-    from ..config_analysis.rules import analyse  # the rules load on first use, not at server start
-
     real, source = _read_source(params.path, ctx)
     data = analyse(real, source, params.env)
     return build_result(real, data, params)
