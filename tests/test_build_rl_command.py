@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from xtuner_rl_mcp.core import CATEGORIES, PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.knowledge import docs
-from xtuner_rl_mcp.tools.build_rl_command import Params, analyse_config_text, run
+from xtuner_rl_mcp.launch.config_facts import analyse_config_text
+from xtuner_rl_mcp.tools.build_rl_command import Params, run
 
 FLAGS = {"sglang": "XTUNER_USE_SGLANG", "vllm": "XTUNER_USE_VLLM", "lmdeploy": "XTUNER_USE_LMDEPLOY"}
 

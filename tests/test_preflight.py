@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from xtuner_rl_mcp.cluster import packages
+from xtuner_rl_mcp.cluster.fit import expected_from
 from xtuner_rl_mcp.core import PathPolicy, RunContext
-from xtuner_rl_mcp.tools import preflight, probe_environment
+from xtuner_rl_mcp.tools import preflight
 
 from .xtuner_config_samples import COLOCATED_ASYNC, DISAGGREGATED, ENV, mutate, write
 
@@ -25,7 +27,7 @@ def strip_ground_truth(src: Path, dst: Path, limit: int = 30) -> Path:
 
 
 def backend_installed() -> bool:
-    items = probe_environment.check_packages().items
+    items = packages.check_packages().items
     return any(i.installed for i in items if i.name in ("lmdeploy", "sglang"))
 
 
@@ -104,6 +106,31 @@ def test_duplicates_across_checks_are_merged(tmp_path):
     assert r.blockers[0].owner is not None and all(b.owner for b in r.blockers)
 
 
+def test_missing_model_path_is_one_blocker(tmp_path):
+    """MODEL_PATH is checked by the env check and the model check: one root cause, one blocker, both evidences."""
+    cfg = write(tmp_path, "cfg.py", COLOCATED_ASYNC)
+    missing = tmp_path / "no_such_model"
+    r = call(tmp_path, config=str(cfg), model_path=str(missing), backend="lmdeploy", probe_cluster=False)
+    about_model = [b for b in r.blockers if b.location == str(missing) or "MODEL_PATH" in b.id]
+    assert len(about_model) == 1, about_model
+    (f,) = about_model
+    assert f.id == "probe.model_path_missing" and f.owner == "model_files"
+    assert "probe.env_path_missing.MODEL_PATH" in f.evidence and f"MODEL_PATH={missing}" in f.evidence
+
+
+def test_missing_data_path_is_one_blocker(tmp_path):
+    """A missing DATA_PATH stops check_reward_data and fails the env check: one blocker, owned by data preparation."""
+    cfg = write(tmp_path, "cfg.py", COLOCATED_ASYNC)
+    missing = tmp_path / "no_such_train.jsonl"
+    r = call(tmp_path, config=str(cfg), data_path=str(missing), backend="lmdeploy", probe_cluster=False)
+    about_data = [b for b in r.blockers if b.location == str(missing)]
+    assert len(about_data) == 1, r.blockers
+    (f,) = about_data
+    assert f.id == "probe.env_path_missing.DATA_PATH" and f.owner == "data_preparation"
+    assert "preflight.check_reward_data_input" in f.evidence
+    assert {c.name: c.status for c in r.checks}["check_reward_data:train"] == "input_error"
+
+
 def test_check_input_error_becomes_a_finding(tmp_path):
     cfg = write(tmp_path, "cfg.py", COLOCATED_ASYNC)
     r = call(tmp_path, config=str(cfg), data_path="/etc/hostname", env=ENV, probe_cluster=False)
@@ -131,17 +158,17 @@ def test_expected_resources_from_disaggregated_config(tmp_path):
     cfg = write(tmp_path, "d.py", DISAGGREGATED)
     ctx = RunContext(paths=PathPolicy.from_strings([tmp_path]))
     res = inspect_config.run(inspect_config.Params(path=str(cfg), env={**ENV, "ROLLOUT_NUM_WORKERS": "2"}), ctx)
-    exp, why = preflight.expected_from(res, num_workers=16)  # --num-workers is ignored for disaggregated configs
+    exp, why = expected_from(res, num_workers=16)  # --num-workers is ignored for disaggregated configs
     assert why is None and exp.num_workers == 4 and exp.rollout_num_workers == 2 and exp.num_cpus_per_worker == 12
     unresolved = inspect_config.run(inspect_config.Params(path=str(cfg), env={**ENV, "TRAIN_NUM_WORKERS": "x"}), ctx)
-    exp2, why2 = preflight.expected_from(unresolved, num_workers=None)
+    exp2, why2 = expected_from(unresolved, num_workers=None)
     assert exp2 is None and "num_workers" in why2
 
 
 def test_go_returns_the_launch_plan(tmp_path, monkeypatch):
     # MOCK: LMDeploy cannot be installed on this CPU-only test machine, so the package report is replaced by one
     # that says lmdeploy is installed; everything else (config, data, env, model dir, command) is real.
-    real = probe_environment.check_packages
+    real = packages.check_packages
 
     def with_lmdeploy():
         rep = real()
@@ -151,7 +178,7 @@ def test_go_returns_the_launch_plan(tmp_path, monkeypatch):
         rep.xtuner_v1_rl_cli = True
         return rep
 
-    monkeypatch.setattr(probe_environment, "check_packages", with_lmdeploy)
+    monkeypatch.setattr(packages, "check_packages", with_lmdeploy)
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text('{"model_type": "qwen3"}')

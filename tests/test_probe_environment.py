@@ -1,4 +1,4 @@
-"""probe_environment and tools/ray_cluster against real things: files in tmp_path, a real 2-node Ray cluster
+"""probe_environment and cluster/ against real things: files in tmp_path, a real 2-node Ray cluster
 (CPU-only, 8 fake GPUs per node) started by the session fixture, real placement groups held by driver processes,
 dead and black-hole addresses, a token-auth head. Every Ray probe is also checked to leave no process or file."""
 
@@ -16,17 +16,12 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.cluster import ray as rc
+from xtuner_rl_mcp.cluster.env import NO_BACKEND_MESSAGE
+from xtuner_rl_mcp.cluster.fit import Expected, evaluate_fit, fit_findings
+from xtuner_rl_mcp.cluster.packages import check_packages
+from xtuner_rl_mcp.cluster.ray_findings import ray_findings
 from xtuner_rl_mcp.core import PathPolicy, RunContext
-from xtuner_rl_mcp.tools.probe_environment import (
-    NO_BACKEND_MESSAGE,
-    Expected,
-    Params,
-    check_packages,
-    evaluate_fit,
-    fit_findings,
-    ray_findings,
-    run,
-)
+from xtuner_rl_mcp.tools.probe_environment import Params, run
 
 from .ray_cluster import (
     GIB,
@@ -509,7 +504,7 @@ def test_probe_without_ray_installed_says_so(ray_cluster, tmp_path):
         "import sys, json\n"
         "sys.modules['ray'] = None\n"
         "from xtuner_rl_mcp.cluster.ray import probe_cluster\n"
-        "from xtuner_rl_mcp.tools.probe_environment import check_packages\n"
+        "from xtuner_rl_mcp.cluster.packages import check_packages\n"
         "s = probe_cluster(sys.argv[1], environ={}, timeout_s=30)\n"
         "print(json.dumps({'snap': s.model_dump(), 'ray_pkg': [p.model_dump() for p in check_packages().items"
         " if p.name == 'ray'][0]}))\n"
@@ -550,8 +545,6 @@ def test_token_auth_is_reported_as_auth_required(tmp_path):
         after = snapshot(cluster)
         assert after == before
     # The tool's finding for it
-    from xtuner_rl_mcp.tools.probe_environment import ray_findings
-
     f = ray_findings(snap, None)[0]
     assert f.id == "probe.ray_auth_required" and "unreach" not in f.title.lower()
 

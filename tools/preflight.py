@@ -3,8 +3,9 @@
 Runs, in order, ``inspect_config`` on the config, ``check_reward_data`` on the train and eval data,
 ``probe_environment`` (packages, binaries, planned env, accelerators, model, and — unless disabled — the live Ray
 cluster with the fit for the resources the config asks for) and ``build_rl_command``, by calling those tools'
-``run`` functions directly. Their findings are merged, de-duplicated across checks and routed to an owner; the
-verdict is ``go`` only when no blocker remains, and then the launch plan is included.
+``run`` functions directly. Their findings are merged by :mod:`..launch.readiness`: one finding per root cause (a
+missing MODEL_PATH seen by two checks is one blocker), each routed to an owner; the verdict is ``go`` only when no
+blocker remains, and then the launch plan is included.
 """
 
 from __future__ import annotations
@@ -15,55 +16,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..core import (
-    DEFAULT_LIST_CAP,
-    Detail,
-    Finding,
-    RunContext,
-    ToolInputError,
-    ToolResult,
-    ToolSpec,
-    cap,
-    count_severities,
-    dedupe_findings,
-    params_model_config,
-)
+from ..cluster.env import Backend
+from ..cluster.fit import expected_from
+from ..core import Detail, RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
+from ..core.findings import DEFAULT_LIST_CAP, Finding, cap, count_severities
+from ..launch import readiness
+from ..launch.plan import OWNED_ENV
+from . import build_rl_command, check_reward_data, inspect_config, probe_environment
 
-Backend = Literal["lmdeploy", "sglang", "vllm"]
-BACKEND_FLAG = {"lmdeploy": "XTUNER_USE_LMDEPLOY", "sglang": "XTUNER_USE_SGLANG", "vllm": "XTUNER_USE_VLLM"}
-FLAG_PRECEDENCE = ("sglang", "vllm", "lmdeploy")  # xtuner/v1/rl/rollout/worker.py:457-470
 JUDGER_RULES = {"GSM8KJudgerConfig": "gsm8k", "DapoMathJudgerConfig": "dapo_math", "GEO3KJudgerConfig": "geo3k"}
-
-#: Findings in these categories always go to this owner, whatever the emitting check said.
-FORCED_ROUTE = {
-    "backend_not_installed": "backend_install",
-    "backend_flag_missing_or_multiple": "backend_install",
-    "backend_unsupported": "backend_install",
-    "backend_runtime_error": "backend_install",
-    "ray_not_running": "cluster_setup",
-    "ray_resources_insufficient": "cluster_setup",
-    "resource_mismatch_num_workers": "cluster_setup",
-}
-#: Owner for findings that carry none.
-DEFAULT_ROUTE = {
-    "reward_data_missing_ground_truth": "data_preparation",
-    "data_format_other": "data_preparation",
-    "config_load_error": "config_edit",
-    "eval_or_interval_config": "config_edit",
-    "staleness_or_partial_rollout": "config_edit",
-    "debug_trace_output": "config_edit",
-    "missing_env_var_or_path": "environment",
-    "model_loading": "model_files",
-}
-#: The same problem reported by two checks: later ids map to the id of the check that runs first.
-SAME_AS = {
-    "cmd.config_missing_trainer": "config.missing_trainer",
-    "cmd.config_not_python": "config.not_python",
-    "cmd.config_syntax_error": "config.syntax_error",
-    "config.vllm_backend_unsupported": "backend.vllm",
-    "probe.backend_vllm_unsupported": "backend.vllm",
-    "cmd.backend_vllm_unsupported": "backend.vllm",
-}
 
 DESCRIPTION = (
     "One go/no-go call before launching an XTuner V1 RL run: runs inspect_config on the config, check_reward_data on "
@@ -156,34 +117,6 @@ class Result(ToolResult):
     details: dict[str, Any] = Field(default_factory=dict, description="Each check's full result (detail=full)")
 
 
-# --------------------------------------------------------------------------------------------------------
-
-
-def _finding(
-    fid: str,
-    severity: str,
-    category: str,
-    title: str,
-    *,
-    evidence: str = "",
-    fix: str = "",
-    owner: str | None = None,
-    source: str | None = None,
-    reference: str = "",
-) -> Finding:
-    return Finding(
-        id=fid,
-        severity=severity,
-        category=category,
-        title=title,
-        evidence=evidence,  # type: ignore[arg-type]
-        fix=fix,
-        owner=owner,
-        source=source,
-        reference=reference,
-    )  # type: ignore[arg-type]
-
-
 class Runner:
     """Runs the checks one after another, collecting results, summaries and findings."""
 
@@ -196,44 +129,19 @@ class Runner:
         self.checks: list[CheckSummary] = []
         self.results: dict[str, Any] = {}
 
-    def run(self, name: str, fn: Callable[[RunContext], Any], owner: str) -> Any:
+    def run(self, name: str, fn: Callable[[RunContext], Any], owner: str, subject: str | None = None) -> Any:
+        """Run one check; ``subject`` is the path it looks at, named in its finding if it refuses the input."""
         self.ctx.progress(float(self.step), float(self.total), f"running {name}")
         self.step += 1
         try:
             result = fn(self.quiet)
         except ToolInputError as exc:
             self.checks.append(CheckSummary(name=name, status="input_error", summary=exc.message, blockers=1))
-            self.findings.append(
-                (
-                    name,
-                    _finding(
-                        f"preflight.{name.split(':')[0]}_input",
-                        "blocker",
-                        "missing_env_var_or_path" if "path" in exc.code else "other",
-                        f"{name} could not run: {exc.message}",
-                        evidence=f"code={exc.code}",
-                        fix=exc.fix or "Fix the input and run preflight again.",
-                        owner=owner,
-                    ),
-                )
-            )
+            self.findings.append((name, readiness.input_error_finding(name, exc, owner, subject)))
             return None
         except Exception as exc:  # a crashing check must not crash preflight; it blocks "go"
             self.checks.append(CheckSummary(name=name, status="failed", summary=f"{type(exc).__name__}", blockers=1))
-            self.findings.append(
-                (
-                    name,
-                    _finding(
-                        "preflight.check_failed",
-                        "blocker",
-                        "other",
-                        f"{name} failed internally, so it could not vouch for the launch",
-                        evidence=type(exc).__name__,
-                        fix=f"Run {name.split(':')[0]} on its own to see more.",
-                        owner=owner,
-                    ),
-                )
-            )
+            self.findings.append((name, readiness.check_failed_finding(name, exc, owner)))
             return None
         found = list(getattr(result, "findings", []))
         c = count_severities(found)
@@ -256,24 +164,6 @@ class Runner:
         self.checks.append(CheckSummary(name=name, status="skipped", summary=why))
 
 
-def planned_env(p: Params) -> tuple[dict[str, str], dict[str, str], str | None]:
-    """The env the run will see: parameters first, then the caller's env on top. Returns (env, added, backend)."""
-    added: dict[str, str] = {}
-    for var, val in (
-        ("MODEL_PATH", p.model_path),
-        ("DATA_PATH", p.data_path),
-        ("EVAL_DATA_PATH", p.eval_data_path),
-        ("WORK_DIR", p.work_dir),
-    ):
-        if val is not None and (p.env is None or var not in p.env):
-            added[var] = val
-    if p.backend is not None and (p.env is None or BACKEND_FLAG[p.backend] not in p.env):
-        added[BACKEND_FLAG[p.backend]] = "1"
-    env = {**added, **(p.env or {})}
-    backend = next((b for b in FLAG_PRECEDENCE if env.get(BACKEND_FLAG[b], "0") == "1"), None)
-    return env, added, backend
-
-
 def task_data(inspect_result: Any, role: str) -> tuple[str | None, str]:
     """The first literal data path of the first task of a manager, and the judger rule set to use."""
     for t in getattr(inspect_result, "tasks", []) or []:
@@ -285,107 +175,47 @@ def task_data(inspect_result: Any, role: str) -> tuple[str | None, str]:
     return None, "auto"
 
 
-def expected_from(inspect_result: Any, num_workers: int | None) -> tuple[Any, str | None]:
-    """Build probe_environment's Expected from the config's resources; (None, reason) when unresolved."""
-    from .probe_environment import Expected, ExternalPoolSpec
-
-    pools = getattr(inspect_result, "resources", None) or []
-    if not pools:
-        return None, "the config's resources could not be read"
-    first = pools[0]
-    workers = num_workers if (num_workers is not None and first.role == "shared") else first.num_workers
-    if not isinstance(workers, int):
-        return None, f"num_workers is unresolved ({'; '.join(first.unresolved) or 'computed'}); pass num_workers"
-    kw: dict[str, Any] = {"num_workers": workers}
-    for src, dst in (
-        ("num_cpus_per_worker", "num_cpus_per_worker"),
-        ("cpu_memory_per_worker_bytes", "cpu_memory_per_worker"),
-        ("accelerator", "accelerator"),
-        ("num_accelerators_per_worker", "num_accelerators_per_worker"),
-    ):
-        v = getattr(first, src)
-        if v is not None:
-            kw[dst] = v
-    if len(pools) > 1 and isinstance(pools[1].num_workers, int):
-        kw["rollout_num_workers"] = pools[1].num_workers
-    ext = []
-    for cp in getattr(inspect_result, "cpu_pools", []) or []:
-        spec: dict[str, Any] = {"name": cp.owner.split(" (", 1)[0][:200]}
-        for f in ("num_workers", "num_cpus_per_worker"):
-            if isinstance(getattr(cp, f), int | float):
-                spec[f] = getattr(cp, f)
-        if isinstance(cp.cpu_memory_per_worker_bytes, int):
-            spec["cpu_memory_per_worker"] = cp.cpu_memory_per_worker_bytes
-        ext.append(ExternalPoolSpec(**spec))
-    kw["external_pools"] = ext
-    kw["tracing"] = bool(getattr(inspect_result, "trace_enabled", False))
-    try:
-        return Expected(**kw), None
-    except ValueError as exc:
-        return None, f"resources out of range: {str(exc).splitlines()[0]}"
-
-
-def merge(findings: list[tuple[str, Finding]], ran: set[str]) -> list[Finding]:
-    """Drop cross-check duplicates, then route every finding to an owner."""
-    ids = {f.id for _, f in findings}
-    probe_ran = "probe_environment" in ran
-    out: list[Finding] = []
-    seen_same: set[str] = set()
-    for _, f in findings:
-        if f.id == "cmd.config_env_var_unset" and "inspect_config" in ran:
-            continue  # inspect_config evaluated the same planned env
-        if f.id == "config.backend_flag_needed" and probe_ran:
-            continue  # probe_environment owns backend flags
-        if f.id == "config.trace_needs_otel" and ids & {"probe.otel_packages_missing", "probe.otelcol_missing"}:
-            continue  # the probe says precisely what is missing
-        key = SAME_AS.get(f.id, f.id if f.id in SAME_AS.values() else None)
-        if key is not None:
-            if key in seen_same:
-                continue
-            seen_same.add(key)
-        owner = FORCED_ROUTE.get(f.category) or f.owner or DEFAULT_ROUTE.get(f.category)
-        out.append(f if owner == f.owner else f.model_copy(update={"owner": owner}))
-    return dedupe_findings(out)
-
-
 def run(params: Params, ctx: RunContext) -> Result:
-    from . import build_rl_command, check_reward_data, inspect_config, probe_environment
-
-    env, added, backend = planned_env(params)
+    """inspect_config, check_reward_data (train, eval), probe_environment and build_rl_command, then one verdict."""
+    paths = {
+        "MODEL_PATH": params.model_path,
+        "DATA_PATH": params.data_path,
+        "EVAL_DATA_PATH": params.eval_data_path,
+        "WORK_DIR": params.work_dir,
+    }
+    env, added, backend = readiness.planned_env(paths, params.backend, params.env)
     r = Runner(ctx, total=5)
-
     insp = r.run(
         "inspect_config",
         lambda c: inspect_config.run(inspect_config.Params(path=params.config, env=env, detail="full"), c),
         "config_edit",
     )
-    data: dict[str, tuple[str | None, str]] = {}
+    _check_data(r, params, insp, env)
+    probe = _probe(r, params, insp, env)
+    if backend is None and probe is not None:
+        installed = {i.name for i in probe.packages.items if i.installed} if probe.packages else set()
+        if not installed & {"lmdeploy", "sglang"}:
+            r.findings.append(("probe_environment", readiness.no_backend_finding("xtuner" in installed)))
+    build = _build(r, params, insp, env, backend)
+    ctx.progress(float(r.total), float(r.total), "done")
+
+    merged = readiness.merge(r.findings, set(r.results))
+    return build_result(params, r, merged, added, build)
+
+
+def _check_data(r: Runner, params: Params, insp: Any, env: dict[str, str]) -> None:
+    """check_reward_data on the train and eval data: given, else the config's literal anno_path, else the env."""
     for role, given, var in (
         ("train", params.data_path, "DATA_PATH"),
         ("eval", params.eval_data_path, "EVAL_DATA_PATH"),
     ):
         from_config, judger = task_data(insp, role)
-        data[role] = (given or from_config or env.get(var), judger)
-    (train_path, train_judger), (eval_path, eval_judger) = data["train"], data["eval"]
-    for role, path, judger in (("train", train_path, train_judger), ("eval", eval_path, eval_judger)):
+        path = given or from_config or env.get(var)
         name = f"check_reward_data:{role}"
         if path is None:
             r.skip(name, f"no {role} data: not given, not a literal in the config, not in env")
             if role == "train":
-                r.findings.append(
-                    (
-                        name,
-                        _finding(
-                            "preflight.train_data_unchecked",
-                            "warning",
-                            "data_format_other",
-                            "The training data was not checked",
-                            evidence="data_path was not given and the config's anno_path could not be resolved",
-                            fix="Pass data_path=<path to the training .jsonl>.",
-                            owner="data_preparation",
-                        ),
-                    )
-                )
+                r.findings.append((name, readiness.train_data_unchecked_finding()))
             continue
         r.run(
             name,
@@ -393,8 +223,12 @@ def run(params: Params, ctx: RunContext) -> Result:
                 check_reward_data.Params(path=p, role=ro, judger=j), c
             ),
             "data_preparation",
+            subject=path,
         )
 
+
+def _probe(r: Runner, params: Params, insp: Any, env: dict[str, str]) -> Any:
+    """probe_environment on the planned env, with the fit for the config's resources unless the cluster is skipped."""
     expected, why_not = expected_from(insp, params.num_workers) if insp is not None else (None, "config not read")
     checks = ["packages", "binaries", "env", "accelerators", "model"] + (["ray"] if params.probe_cluster else [])
     probe = r.run(
@@ -412,73 +246,38 @@ def run(params: Params, ctx: RunContext) -> Result:
         "cluster_setup",
     )
     if params.probe_cluster and expected is None and why_not:
-        r.findings.append(
-            (
-                "probe_environment",
-                _finding(
-                    "preflight.fit_not_checked",
-                    "warning",
-                    "ray_resources_insufficient",
-                    "Whether the run fits the Ray cluster was not checked",
-                    evidence=why_not,
-                    fix="Pass num_workers, or make the config's resources literal.",
-                    owner="cluster_setup",
-                ),
-            )
-        )
-    if backend is None and probe is not None:
-        installed = {i.name for i in probe.packages.items if i.installed} if probe.packages else set()
-        if not installed & {"lmdeploy", "sglang"}:
-            r.findings.append(
-                (
-                    "probe_environment",
-                    _finding(
-                        "preflight.no_backend",
-                        "blocker" if "xtuner" in installed else "warning",
-                        "backend_not_installed",
-                        "No rollout backend is chosen and neither lmdeploy nor sglang is installed",
-                        evidence="no XTUNER_USE_* flag in the planned env; this server's Python has neither lmdeploy nor "
-                        "sglang (a warning when xtuner is not installed here either: the run may use another Python)",
-                        fix="Install one backend in the training environment (pip install -r requirements/lmdeploy.txt from "
-                        "the XTuner repo, or sglang) and pass backend='lmdeploy' (exports XTUNER_USE_LMDEPLOY=1).",
-                        source="xtuner/v1/rl/rollout/worker.py:457-470",
-                        owner="backend_install",
-                        reference="xtuner-rl://references/api-reference#rolloutconfig",
-                    ),
-                )
-            )
+        r.findings.append(("probe_environment", readiness.fit_not_checked_finding(why_not)))
+    return probe
 
-    build = None
+
+def _build(r: Runner, params: Params, insp: Any, env: dict[str, str], backend: str | None) -> Any:
+    """build_rl_command for the planned env, once a backend is chosen."""
     if backend is None:
         r.skip("build_rl_command", "no backend chosen")
-    else:
-        workers = params.num_workers
-        if workers is None and insp is not None and insp.resources and insp.resources[0].role == "shared":
-            nw = insp.resources[0].num_workers
-            workers = nw if isinstance(nw, int) else None
-        # the plan sets these itself (from the parameters above); build_rl_command refuses them in extra_env
-        extra = {k: v for k, v in (params.env or {}).items() if k not in build_rl_command.OWNED_ENV}
-        build = r.run(
-            "build_rl_command",
-            lambda c: build_rl_command.run(
-                build_rl_command.Params(
-                    config=insp.path if insp is not None else params.config,
-                    backend=backend,
-                    model_path=env.get("MODEL_PATH"),
-                    data_path=env.get("DATA_PATH"),
-                    eval_data_path=env.get("EVAL_DATA_PATH"),
-                    work_dir=env.get("WORK_DIR"),
-                    num_workers=workers,
-                    extra_env=extra,
-                ),
-                c,
+        return None
+    workers = params.num_workers
+    if workers is None and insp is not None and insp.resources and insp.resources[0].role == "shared":
+        nw = insp.resources[0].num_workers
+        workers = nw if isinstance(nw, int) else None
+    # the plan sets these itself (from the parameters above); build_rl_command refuses them in extra_env
+    extra = {k: v for k, v in (params.env or {}).items() if k not in OWNED_ENV}
+    return r.run(
+        "build_rl_command",
+        lambda c: build_rl_command.run(
+            build_rl_command.Params(
+                config=insp.path if insp is not None else params.config,
+                backend=backend,
+                model_path=env.get("MODEL_PATH"),
+                data_path=env.get("DATA_PATH"),
+                eval_data_path=env.get("EVAL_DATA_PATH"),
+                work_dir=env.get("WORK_DIR"),
+                num_workers=workers,
+                extra_env=extra,
             ),
-            "launch_command",
-        )
-    ctx.progress(float(r.total), float(r.total), "done")
-
-    merged = merge(r.findings, set(r.results))
-    return build_result(params, r, merged, added, build)
+            c,
+        ),
+        "launch_command",
+    )
 
 
 def build_result(params: Params, r: Runner, merged: list[Finding], added: dict[str, str], build: Any) -> Result:

@@ -1,0 +1,190 @@
+"""Will a run shape fit the Ray cluster: XTuner's own resource checks (placement groups, external CPU pools) for an
+expected run, against what a Ray snapshot says is available, and the run shape a config's resources ask for."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..core import Finding, params_model_config
+from ..xtuner_rules import resources as rr
+from .findings import probe_finding
+from .ray import RaySnapshot
+
+GIB = 1024**3
+
+
+class ExternalPoolSpec(BaseModel):
+    model_config = params_model_config()
+
+    name: str = Field(description="Pool name as XTuner registers it, e.g. 'judger:openai/gsm8k'")
+    num_workers: int = Field(default=1, ge=1, le=100_000, description="Actors in the pool")
+    num_cpus_per_worker: float = Field(default=1.0, gt=0, le=100_000, description="Ray CPUs per actor")
+    cpu_memory_per_worker: int = Field(default=GIB, gt=0, description="Ray memory per actor, bytes (default 1 GiB)")
+
+
+class Expected(BaseModel):
+    """What the run will ask of Ray: XTuner's AcceleratorResourcesConfig fields (colocated: one group 'train')."""
+
+    model_config = params_model_config()
+
+    num_workers: int = Field(ge=1, le=100_000, description="AcceleratorResourcesConfig.num_workers (accelerators)")
+    num_cpus_per_worker: float = Field(
+        default=12.0, gt=0, le=100_000, description="Ray CPUs per worker; XTuner default 12"
+    )
+    cpu_memory_per_worker: int = Field(
+        default=16 * GIB, gt=0, description="Ray memory per worker in bytes; XTuner default 16 GiB (17179869184)"
+    )
+    accelerator: Literal["GPU", "NPU"] = Field(default="GPU", description="Ray accelerator resource")
+    num_accelerators_per_worker: float = Field(default=1.0, gt=0, le=64, description="Accelerators per bundle")
+    rollout_num_workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="Disaggregated runs only: workers of the second (rollout) group, checked after the train group",
+    )
+    external_pools: list[ExternalPoolSpec] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Judger / agent-loop cpu_resources pools; the 1-CPU rollout_controller pool is always added",
+    )
+    tracing: bool = Field(
+        default=False, description="TraceConfig.enabled will be true: otelcol and OpenTelemetry packages are required"
+    )
+
+
+class FitReport(BaseModel):
+    ok: bool | None = Field(description="All XTuner checks pass against available resources (None: not evaluated)")
+    rows: list[rr.FitRow] = Field(default_factory=list)
+    min_cluster_cpus: float | None = None
+    min_cluster_memory_gib: float | None = None
+    note: str = ""
+
+
+def evaluate_fit(expected: Expected, snap: RaySnapshot | None) -> FitReport:
+    """XTuner's resource checks (resource_rules) against what the cluster has available now."""
+    groups = [
+        rr.accelerator_pg_requirements(
+            expected.num_workers,
+            expected.num_cpus_per_worker,
+            expected.cpu_memory_per_worker,
+            expected.accelerator,
+            expected.num_accelerators_per_worker,
+            name="train",
+        )
+    ]
+    if expected.rollout_num_workers:
+        groups.append(
+            rr.accelerator_pg_requirements(
+                expected.rollout_num_workers,
+                expected.num_cpus_per_worker,
+                expected.cpu_memory_per_worker,
+                expected.accelerator,
+                expected.num_accelerators_per_worker,
+                name="rollout",
+            )
+        )
+    pools = [rr.rollout_controller_pool()] + [
+        rr.external_pool(p.name, p.num_workers, p.num_cpus_per_worker, p.cpu_memory_per_worker)
+        for p in expected.external_pools
+    ]
+    req = rr.ray_requirements(groups, pools)
+    report = FitReport(
+        ok=None, min_cluster_cpus=req.min_cluster_cpus, min_cluster_memory_gib=req.min_cluster_memory_gib
+    )
+    if snap is None or not snap.reachable or snap.auth_required or not snap.total:
+        report.note = "no readable Ray cluster: only the minimum idle-cluster figures are given"
+        return report
+    if not snap.available:
+        report.note = "the cluster's available resources could not be read"
+        return report
+    acc = expected.accelerator
+    cluster = rr.ClusterCapacity(
+        accelerator=acc,
+        accelerators_total=snap.total.get(acc, 0.0),
+        cpus_total=snap.total.get("CPU", 0.0),
+        memory_total_bytes=snap.total.get("memory", 0.0),
+        # Ray omits resources that are fully used: absent means 0 available.
+        accelerators_available=snap.available.get(acc, 0.0),
+        cpus_available=snap.available.get("CPU", 0.0),
+        memory_available_bytes=snap.available.get("memory", 0.0),
+        # Per-node totals, as XTuner's external-pool check takes them (ray_cpu_worker.py:574-593).
+        nodes=[
+            rr.NodeCapacity(
+                accelerators=n.total.get(acc, 0.0),
+                cpus=n.total.get("CPU", 0.0),
+                memory_bytes=n.total.get("memory", 0.0),
+            )
+            for n in snap.nodes
+        ],
+    )
+    report.rows = rr.check_fit(req, cluster)
+    report.ok = rr.fits(report.rows)
+    report.note = (
+        "accelerator-group rows use the cluster's available resources now, as XTuner's check does; "
+        "external-pool and per-node rows use totals minus what the new groups reserve"
+    )
+
+
+def fit_findings(fit: FitReport) -> list[Finding]:
+    out: list[Finding] = []
+    for row in fit.rows:
+        if row.ok:
+            continue
+        is_pool = row.check.startswith("external")
+        out.append(
+            probe_finding(
+                "fit_external_pools" if is_pool else f"fit_{row.resource.lower()}",
+                "blocker",
+                "ray_resources_insufficient",
+                f"{row.check}: needs {row.needed:g}, cluster has {row.available:g} available",
+                "external-cpu-pools" if is_pool else "resource-checks",
+                source=row.source,
+                evidence=row.xtuner_message.splitlines()[0] if row.xtuner_message else "",
+                fix="Lower num_workers / num_cpus_per_worker / cpu_memory_per_worker, free resources held by other "
+                "jobs or placement groups, or start Ray with more --num-cpus / --memory (both are logical).",
+                location=row.check,
+                owner="cluster_setup",
+            )
+        )
+    return out
+
+
+def expected_from(inspect_result: Any, num_workers: int | None) -> tuple[Expected | None, str | None]:
+    """The run shape an inspected config asks for (its ``resources``, ``cpu_pools`` and ``trace_enabled``);
+    (None, reason) when unresolved."""
+    pools = getattr(inspect_result, "resources", None) or []
+    if not pools:
+        return None, "the config's resources could not be read"
+    first = pools[0]
+    workers = num_workers if (num_workers is not None and first.role == "shared") else first.num_workers
+    if not isinstance(workers, int):
+        return None, f"num_workers is unresolved ({'; '.join(first.unresolved) or 'computed'}); pass num_workers"
+    kw: dict[str, Any] = {"num_workers": workers}
+    for src, dst in (
+        ("num_cpus_per_worker", "num_cpus_per_worker"),
+        ("cpu_memory_per_worker_bytes", "cpu_memory_per_worker"),
+        ("accelerator", "accelerator"),
+        ("num_accelerators_per_worker", "num_accelerators_per_worker"),
+    ):
+        v = getattr(first, src)
+        if v is not None:
+            kw[dst] = v
+    if len(pools) > 1 and isinstance(pools[1].num_workers, int):
+        kw["rollout_num_workers"] = pools[1].num_workers
+    ext = []
+    for cp in getattr(inspect_result, "cpu_pools", []) or []:
+        spec: dict[str, Any] = {"name": cp.owner.split(" (", 1)[0][:200]}
+        for f in ("num_workers", "num_cpus_per_worker"):
+            if isinstance(getattr(cp, f), int | float):
+                spec[f] = getattr(cp, f)
+        if isinstance(cp.cpu_memory_per_worker_bytes, int):
+            spec["cpu_memory_per_worker"] = cp.cpu_memory_per_worker_bytes
+        ext.append(ExternalPoolSpec(**spec))
+    kw["external_pools"] = ext
+    kw["tracing"] = bool(getattr(inspect_result, "trace_enabled", False))
+    try:
+        return Expected(**kw), None
+    except ValueError as exc:
+        return None, f"resources out of range: {str(exc).splitlines()[0]}"

@@ -1,0 +1,312 @@
+"""What this server's Python and PATH have installed for XTuner RL: packages found through their metadata and
+module specs (never imported), binaries on PATH, and what is missing for the backend and tracing a run asks for."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+
+from pydantic import BaseModel, Field
+
+from ..core import Finding
+from .env import BACKEND_FLAGS, EnvReport
+from .findings import probe_finding
+from .fit import Expected
+from .ray import SRC_RAY_INIT
+
+# XTuner sources (InternLM/xtuner@b934f46).
+SRC_ENV_CHECK_IMPORTS = "xtuner/v1/utils/env_check.py:48-117"
+SRC_VLLM_IMPORTS = "xtuner/v1/rl/rollout/vllm.py:11-14"
+SRC_CLI_IMPORTS = "xtuner/v1/train/cli/rl.py:6-13"
+SRC_CLI = "xtuner/v1/train/cli/rl.py:38-71"
+SRC_FA3 = "xtuner/v1/ops/flash_attn/__init__.py:20-31"
+SRC_OTELCOL = "xtuner/v1/rl/trace/runtime.py:165-169"
+SRC_OTEL_PKGS = "xtuner/v1/rl/trace/otel_utils.py:19-26"
+
+#: (report name, distribution names to try, top-level module to locate, what XTuner uses it for)
+PACKAGES: tuple[tuple[str, tuple[str, ...], str | None, str], ...] = (
+    ("xtuner", ("xtuner",), "xtuner", "XTuner itself; V1 RL needs a source install (PyPI 0.2.0 has no xtuner/v1)"),
+    ("ray", ("ray",), "ray", "cluster runtime; the RL CLI imports it at start"),
+    ("lmdeploy", ("lmdeploy",), "lmdeploy", "rollout backend (XTUNER_USE_LMDEPLOY=1)"),
+    ("sglang", ("sglang",), "sglang", "rollout backend (XTUNER_USE_SGLANG=1)"),
+    ("vllm", ("vllm",), "vllm", "rollout backend (XTUNER_USE_VLLM=1; cannot start at this XTuner version)"),
+    ("torch", ("torch",), "torch", "training; the RL CLI imports torch.distributed"),
+    ("transformers", ("transformers",), "transformers", "tokenizers and model configs"),
+    (
+        "flash_attn_3",
+        ("flash_attn_3", "flashattn-hopper"),
+        "flash_attn_interface",
+        "FlashAttention 3 (XTUNER_USE_FA3=1)",
+    ),
+    ("flash_attn", ("flash_attn",), "flash_attn", "FlashAttention 2 (default attention on CUDA)"),
+    ("opentelemetry-sdk", ("opentelemetry-sdk",), None, "tracing (TraceConfig.enabled)"),
+    (
+        "opentelemetry-exporter-otlp-proto-grpc",
+        ("opentelemetry-exporter-otlp-proto-grpc",),
+        None,
+        "tracing exporter (TraceConfig.enabled)",
+    ),
+    ("mathruler", ("mathruler",), "mathruler", "GEO3K judger"),
+    ("pylatexenc", ("pylatexenc",), "pylatexenc", "GEO3K judger (with mathruler)"),
+    ("cyclopts", ("cyclopts",), "cyclopts", "the RL CLI's argument parser"),
+)
+BACKEND_PACKAGE = {"lmdeploy": "lmdeploy", "sglang": "sglang", "vllm": "vllm"}
+BINARIES: tuple[tuple[str, str], ...] = (
+    ("ray", "starts the cluster (`ray start --head`) before XTuner connects"),
+    ("otelcol-contrib", "OpenTelemetry collector XTuner starts when tracing is on (preferred)"),
+    ("otelcol", "OpenTelemetry collector (fallback name)"),
+    ("nvidia-smi", "lists NVIDIA GPUs"),
+    ("npu-smi", "lists Ascend NPUs"),
+)
+
+
+class PackageInfo(BaseModel):
+    name: str
+    installed: bool
+    version: str | None = None
+    distribution: str | None = Field(default=None, description="Distribution the version came from")
+    module_found: bool | None = Field(default=None, description="Top-level module importable (found, not imported)")
+    purpose: str = ""
+
+
+class PackagesReport(BaseModel):
+    items: list[PackageInfo]
+    xtuner_location: str | None = Field(default=None, description="Directory of the xtuner package, if found")
+    xtuner_v1_rl_cli: bool | None = Field(
+        default=None, description="xtuner/v1/train/cli/rl.py exists in the installed xtuner (None: xtuner absent)"
+    )
+
+
+class BinaryInfo(BaseModel):
+    name: str
+    path: str | None
+    purpose: str
+
+
+def _dist_version(names: tuple[str, ...]) -> tuple[str | None, str | None]:
+    for name in names:
+        try:
+            return importlib.metadata.version(name), name
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        except Exception:  # broken metadata must not break the probe
+            continue
+    return None, None
+
+
+def _module_location(module: str) -> tuple[bool, str | None]:
+    """Find a top-level module without importing it; return (found, package directory)."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return False, None
+    if spec is None:
+        return False, None
+    locations = list(spec.submodule_search_locations or [])
+    if locations:
+        return True, locations[0]
+    return True, os.path.dirname(spec.origin) if spec.origin else None
+
+
+def check_packages() -> PackagesReport:
+    items: list[PackageInfo] = []
+    xtuner_dir: str | None = None
+    for name, dists, module, purpose in PACKAGES:
+        version, dist = _dist_version(dists)
+        found: bool | None = None
+        if module:
+            found, where = _module_location(module)
+            if name == "xtuner" and found:
+                xtuner_dir = where
+        items.append(
+            PackageInfo(
+                name=name,
+                installed=bool(version) or bool(found),
+                version=version,
+                distribution=dist,
+                module_found=found,
+                purpose=purpose,
+            )
+        )
+    cli: bool | None = None
+    if xtuner_dir:
+        cli = os.path.isfile(os.path.join(xtuner_dir, "v1", "train", "cli", "rl.py"))
+    return PackagesReport(items=items, xtuner_location=xtuner_dir, xtuner_v1_rl_cli=cli)
+
+
+def check_binaries() -> list[BinaryInfo]:
+    return [BinaryInfo(name=n, path=shutil.which(n), purpose=p) for n, p in BINARIES]
+
+
+def _package(report: PackagesReport, name: str) -> PackageInfo | None:
+    return next((p for p in report.items if p.name == name), None)
+
+
+def package_findings(report: PackagesReport, env: EnvReport | None, expected: Expected | None) -> list[Finding]:
+    """xtuner with its V1 RL CLI, the CLI's imports, the flagged backend, FlashAttention 3 and OpenTelemetry."""
+    out = _xtuner_findings(report)
+    xt = _package(report, "xtuner")
+    training_env = bool(xt and xt.installed)
+    if env is not None:
+        out += _backend_package_findings(report, env, training_env)
+    out += _otel_package_findings(report, expected.tracing if expected else False)
+    return out
+
+
+def _xtuner_findings(report: PackagesReport) -> list[Finding]:
+    out: list[Finding] = []
+    xt = _package(report, "xtuner")
+    if xt is not None and not xt.installed:
+        out.append(
+            probe_finding(
+                "xtuner_not_installed",
+                "info",
+                "missing_env_var_or_path",
+                "xtuner is not importable in this server's Python",
+                "ray-preparation",
+                source=SRC_CLI_IMPORTS,
+                evidence="no 'xtuner' distribution or module found",
+                fix="Install XTuner V1 from source in the training environment: git clone https://github.com/InternLM/"
+                "xtuner && pip install -e '.[rl]'. Ignore this if the run uses another Python than this server.",
+                owner="backend_install",
+            )
+        )
+    elif report.xtuner_v1_rl_cli is False:
+        out.append(
+            probe_finding(
+                "xtuner_without_v1",
+                "blocker",
+                "missing_env_var_or_path",
+                "The installed xtuner has no V1 RL CLI (xtuner/v1/train/cli/rl.py) - PyPI's xtuner 0.2.0 has no V1",
+                "ray-preparation",
+                source=SRC_CLI,
+                evidence=f"xtuner {xt.version if xt else '?'} at {report.xtuner_location}: v1/train/cli/rl.py missing",
+                fix="pip uninstall xtuner, then install from source: git clone https://github.com/InternLM/xtuner && "
+                "pip install -e '.[rl]'.",
+                owner="backend_install",
+            )
+        )
+    for name, sev in (("ray", "warning"), ("cyclopts", "info"), ("torch", "info")):
+        p = _package(report, name)
+        if p is not None and not p.installed:
+            out.append(
+                probe_finding(
+                    f"{name}_not_installed",
+                    sev,
+                    "missing_env_var_or_path",
+                    f"{name} is not installed in this server's Python (the RL CLI imports it at start)",
+                    "ray-preparation",
+                    source=SRC_CLI_IMPORTS,
+                    evidence=f"no '{name}' distribution or module found",
+                    fix=f"pip install {name if name != 'ray' else 'ray[default]'} in the training environment "
+                    "(ignore if the run uses another Python than this server).",
+                    owner="backend_install",
+                )
+            )
+    return out
+
+
+def _backend_package_findings(report: PackagesReport, env: EnvReport, training_env: bool) -> list[Finding]:
+    out: list[Finding] = []
+    for backend, var in BACKEND_FLAGS:
+        flag = next(f for f in env.backend_flags if f.name == var)
+        pkg = _package(report, BACKEND_PACKAGE[backend])
+        if flag.counts and pkg is not None and not pkg.installed:
+            where = {
+                "lmdeploy": "env_check imports it on the driver at trainer start, the rollout worker imports it",
+                "sglang": "the rollout worker and env_check import it",
+                "vllm": "importing xtuner.v1.rl.rollout already imports vllm",
+            }[backend]
+            out.append(
+                probe_finding(
+                    f"backend_not_installed.{backend}",
+                    "blocker" if training_env else "warning",
+                    "backend_not_installed",
+                    f"{var}=1 but the '{backend}' package is not installed",
+                    "backend-support",
+                    source=SRC_VLLM_IMPORTS if backend == "vllm" else SRC_ENV_CHECK_IMPORTS,
+                    evidence=f"{var}=1; {where}; no '{backend}' distribution found in this server's Python"
+                    + ("" if training_env else " (which has no xtuner either, so it may not be the training one)"),
+                    fix=f"Install {backend} in the environment Ray workers run in (e.g. pip install -r "
+                    f"requirements/{backend}.txt), or set {var} to 0 and flag an installed backend.",
+                    owner="backend_install",
+                )
+            )
+    fa3 = _package(report, "flash_attn_3")
+    if env.fa3_flag == "1" and fa3 is not None and not fa3.installed:
+        out.append(
+            probe_finding(
+                "fa3_missing",
+                "blocker" if training_env else "warning",
+                "backend_not_installed",
+                "XTUNER_USE_FA3=1 but FlashAttention 3 (module flash_attn_interface) is not installed",
+                "env-vars-reach-ray-workers",
+                source=SRC_FA3,
+                evidence="on CUDA XTuner raises: Import FlashAttention 3 failed ..., Please install it manually.",
+                fix="Install FlashAttention 3 (hopper build providing flash_attn_interface) or set XTUNER_USE_FA3=0 "
+                "(run_rl.sh defaults it to 1).",
+                owner="backend_install",
+            )
+        )
+    return out
+
+
+def _otel_package_findings(report: PackagesReport, tracing: bool) -> list[Finding]:
+    out: list[Finding] = []
+    missing_otel = [
+        n
+        for n in ("opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-grpc")
+        if (p := _package(report, n)) is not None and not p.installed
+    ]
+    if missing_otel:
+        out.append(
+            probe_finding(
+                "otel_packages_missing",
+                "blocker" if tracing else "info",
+                "debug_trace_output",
+                "OpenTelemetry packages for XTuner tracing are missing: " + ", ".join(missing_otel),
+                "tracing-requirements",
+                source=SRC_OTEL_PKGS,
+                evidence="tracing planned" if tracing else "only needed when TraceConfig(enabled=True)",
+                fix="pip install " + " ".join(missing_otel),
+                owner="backend_install",
+            )
+        )
+    return out
+
+
+def binary_findings(binaries: list[BinaryInfo], expected: Expected | None) -> list[Finding]:
+    found = {b.name: b.path for b in binaries}
+    out: list[Finding] = []
+    if not found.get("otelcol-contrib") and not found.get("otelcol"):
+        tracing = expected.tracing if expected else False
+        out.append(
+            probe_finding(
+                "otelcol_missing",
+                "blocker" if tracing else "info",
+                "debug_trace_output",
+                "No otelcol-contrib or otelcol binary on PATH (XTuner tracing starts one)",
+                "tracing-requirements",
+                source=SRC_OTELCOL,
+                evidence="tracing planned" if tracing else "only needed when TraceConfig(enabled=True)",
+                fix="Install an official OpenTelemetry Collector binary (otelcol-contrib) on PATH, e.g. with "
+                "recipe/trace/scripts/install_otel_tools.sh, or leave tracing off.",
+                owner="environment",
+            )
+        )
+    if not found.get("ray"):
+        out.append(
+            probe_finding(
+                "ray_cli_missing",
+                "warning",
+                "ray_not_running",
+                "The `ray` command is not on PATH: this environment cannot start a cluster",
+                "ray-preparation",
+                source=SRC_RAY_INIT,
+                fix="pip install 'ray[default]' and start the head with `ray start --head` before launching XTuner.",
+                owner="cluster_setup",
+            )
+        )
+    return out
