@@ -125,6 +125,7 @@ def evaluate_fit(expected: Expected, snap: RaySnapshot | None) -> FitReport:
         "accelerator-group rows use the cluster's available resources now, as XTuner's check does; "
         "external-pool and per-node rows use totals minus what the new groups reserve"
     )
+    return report
 
 
 def fit_findings(fit: FitReport) -> list[Finding]:
