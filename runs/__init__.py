@@ -1,0 +1,1 @@
+"""Reading what a running or finished XTuner RL run writes: progress, tracker scalars, trajectories, logs."""
