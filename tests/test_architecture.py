@@ -80,3 +80,41 @@ def test_no_import_circles_between_modules():
         edges[m] = {d for d in edges[m] if not d.startswith(m + ".")}
     assert len(modules) > 30
     assert _cycles(edges) == []
+
+
+ENGINE_MAX_LINES = 800
+TOOL_MAX_LINES = 400
+LAYERS = (
+    "server",
+    "tools",
+    "launch",
+    "planning",
+    "runs",
+    "config_analysis",
+    "diagnosis",
+    "cluster",
+    "scanners",
+    "knowledge",
+    "xtuner_rules",
+    "core",
+)
+
+
+def test_modules_stay_small_enough_to_read():
+    """No engine module over ~800 lines and no tool module over ~400: rooms a reader can know."""
+    too_big = []
+    for layer in LAYERS:
+        for path in sorted((REPO / layer).glob("*.py")):
+            lines = path.read_text(encoding="utf-8").count("\n")
+            limit = TOOL_MAX_LINES if layer == "tools" else ENGINE_MAX_LINES
+            if lines > limit:
+                too_big.append((str(path.relative_to(REPO)), lines, limit))
+    assert not too_big, too_big
+
+
+def test_architecture_page_names_every_layer():
+    page = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    missing = [layer for layer in LAYERS if f"{layer}/" not in page]
+    assert not missing, missing
+    on_disk = {p.parent.name for p in REPO.glob("*/__init__.py")} - {"tests", "bench", "references"}
+    assert on_disk <= set(LAYERS), on_disk - set(LAYERS)
