@@ -1,1 +1,4 @@
-"""One module per tool: pure, typed logic (pydantic in and out). Nothing here imports MCP."""
+"""The MCP tools, one module each: description, parameters, result and a run() that composes engines below.
+
+Nothing here imports MCP; server/ turns each module's SPEC into an MCP tool.
+"""
