@@ -17,7 +17,6 @@ import anyio
 
 async def _tools() -> list[dict]:
     from mcp import Client
-
     from xtuner_rl_mcp.server.app import build_server
 
     async with Client(build_server(), mode="auto") as client:
