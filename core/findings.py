@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 XTUNER_SOURCE = "InternLM/xtuner@b934f46"
 
@@ -46,6 +46,49 @@ Owner = Literal[
 
 Detail = Literal["summary", "normal", "full"]
 
+#: When an XTuner RL run would hit a problem, in the order a launch goes through them (issue 20): the launch script
+#: and the CLI's imports, ``ray.init`` (xtuner/v1/train/cli/rl.py:45-46), loading the config file (rl.py:57), the
+#: trainer's common init and backend version check (xtuner/v1/train/rl_trainer.py:589-658), the placement group
+#: (rl_trainer.py:1605; disaggregated :1921-1922), train and rollout workers (:1625-1645), the agent-loop managers
+#: and their datasets (:708-735), then the first judged batch, the first evaluation, and later steps.
+Stage = Literal[
+    "launch",
+    "ray_connect",
+    "config_load",
+    "trainer_init",
+    "placement_group",
+    "rollout_start",
+    "dataset_build",
+    "first_judged_batch",
+    "first_eval",
+    "later",
+]
+STAGES: tuple[str, ...] = Stage.__args__  # type: ignore[attr-defined]
+STAGE_ORDER: dict[str, int] = {s: i for i, s in enumerate(STAGES)}
+
+#: One owner per root cause: findings in these categories belong to this owner whatever the emitter says, so one
+#: finding id carries the same owner in every tool.
+FORCED_OWNER: dict[str, str] = {
+    "backend_not_installed": "backend_install",
+    "backend_flag_missing_or_multiple": "backend_install",
+    "backend_unsupported": "backend_install",
+    "backend_runtime_error": "backend_install",
+    "ray_not_running": "cluster_setup",
+    "ray_resources_insufficient": "cluster_setup",
+    "resource_mismatch_num_workers": "cluster_setup",
+}
+#: The owner of a finding whose emitter named none.
+DEFAULT_OWNER: dict[str, str] = {
+    "reward_data_missing_ground_truth": "data_preparation",
+    "data_format_other": "data_preparation",
+    "config_load_error": "config_edit",
+    "eval_or_interval_config": "config_edit",
+    "staleness_or_partial_rollout": "config_edit",
+    "debug_trace_output": "config_edit",
+    "missing_env_var_or_path": "environment",
+    "model_loading": "model_files",
+}
+
 #: Default cap on list lengths in results; every capped list has a sibling ``*_omitted`` count.
 DEFAULT_LIST_CAP = 50
 
@@ -67,6 +110,15 @@ class Finding(BaseModel):
     )
     source: str | None = Field(default=None, description="XTuner source 'path:line' the rule comes from")
     owner: Owner | None = Field(default=None, description="Who fixes it (used by preflight to route)")
+    stage: Stage | None = Field(default=None, description="When XTuner would hit it (launch ... first_eval, later)")
+
+    @model_validator(mode="after")
+    def _route(self) -> Finding:
+        """Owner by category: forced for cluster and backend problems, a default where the emitter named none."""
+        owner = FORCED_OWNER.get(self.category) or self.owner or DEFAULT_OWNER.get(self.category)
+        if owner != self.owner:
+            object.__setattr__(self, "owner", owner)
+        return self
 
 
 class ToolResult(BaseModel):
@@ -79,8 +131,9 @@ class ToolResult(BaseModel):
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """Blockers first, then warnings, then info; stable within a severity."""
-    return sorted(findings, key=lambda f: SEVERITY_ORDER[f.severity])
+    """Blockers first, then warnings, then info; within a severity by the stage that fires first (unstaged last),
+    stable otherwise."""
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], STAGE_ORDER.get(f.stage or "", len(STAGES))))
 
 
 def dedupe_findings(findings: Iterable[Finding]) -> list[Finding]:
