@@ -27,6 +27,7 @@ class ConfigFacts:
     other_trainer_call: str | None = None  # `trainer = X(...)` with X no RL trainer config (and none named)
     required_env: dict[str, int] = field(default_factory=dict)  # os.environ["X"] -> first line
     syntax_error: str | None = None
+    text: str | None = None  # the source read, for the value analysis (launch.ray_need)
 
 
 def _call_name(node: ast.AST) -> str | None:
@@ -165,4 +166,7 @@ def read_config(path: str, policy: PathPolicy) -> ConfigFacts:
         return ConfigFacts(why_not=f"config is larger than {MAX_CONFIG_BYTES} bytes")
     if b"\x00" in data:
         return ConfigFacts(why_not="config contains NUL bytes (not a Python source file)")
-    return analyse_config_text(data.decode("utf-8", errors="replace"))
+    text = data.decode("utf-8", errors="replace")
+    facts = analyse_config_text(text)
+    facts.text = text
+    return facts

@@ -21,6 +21,7 @@ from .entry_point import RL_ENTRY_POINT
 from .shell import check_env_name, check_program, check_value, safe_path_arg
 
 Entry = Literal["module", "script"]
+GIB = 1024**3
 
 SRC_CLI_MAIN = "xtuner/v1/train/cli/rl.py:69-71"
 SRC_RUN_RL = "examples/v1/scripts/run_rl.sh"
@@ -82,6 +83,8 @@ class LaunchRequest(Protocol):
     check_paths: bool
     allow_unsupported: bool
     wait_timeout_s: int
+    ray_num_cpus: int | None
+    ray_memory_gib: float | None
 
 
 class RayStart(BaseModel):
@@ -93,6 +96,12 @@ class RayStart(BaseModel):
         default=None, description="Bash script for each other node: the same exports, then joining the head"
     )
     expected_gpus: int = Field(description="GPUs the head's wait loop requires: nodes × gpus_per_node")
+    expected_cpus: int | None = Field(
+        default=None, description="Ray CPUs the script checks for before the run (XTuner's need), when known"
+    )
+    expected_memory_gib: float | None = Field(
+        default=None, description="Ray memory (GiB) the script checks for before the run, when known"
+    )
 
 
 def validate(params: LaunchRequest) -> None:
@@ -195,9 +204,20 @@ def rl_argv(params: LaunchRequest, passed_workers: int | None) -> list[str]:
     return argv
 
 
+def resource_flags(params: LaunchRequest) -> list[str]:
+    """``--num-cpus`` / ``--memory`` (bytes) for every node, when the caller pins them."""
+    flags = []
+    if params.ray_num_cpus is not None:
+        flags.append(f"--num-cpus={params.ray_num_cpus}")
+    if params.ray_memory_gib is not None:
+        flags.append(f"--memory={round(params.ray_memory_gib * GIB)}")
+    return flags
+
+
 def ray_start_argv(params: LaunchRequest) -> tuple[list[str], list[str] | None]:
     """``ray start`` for the head, and for the other nodes when there are any."""
-    head_argv = ["ray", "start", "--head", f"--port={params.ray_port}", f"--num-gpus={params.gpus_per_node}"]
+    pinned = resource_flags(params)
+    head_argv = ["ray", "start", "--head", f"--port={params.ray_port}", f"--num-gpus={params.gpus_per_node}", *pinned]
     worker_argv = None
     if params.nodes > 1:
         worker_argv = [
@@ -205,6 +225,7 @@ def ray_start_argv(params: LaunchRequest) -> tuple[list[str], list[str] | None]:
             "start",
             f"--address={params.head_address}:{params.ray_port}",
             f"--num-gpus={params.gpus_per_node}",
+            *pinned,
         ]
     return head_argv, worker_argv
 

@@ -9,8 +9,10 @@ from ..cluster.env import SRC_VLLM_TOPOLOGY
 from ..cluster.findings import REF as REF_CLUSTER
 from ..cluster.paths import check_path
 from ..core import Finding, PathKind, PathPolicy, dedupe_findings, sort_findings
+from ..xtuner_rules import resources as rr
 from .config_facts import ConfigFacts
 from .plan import PATH_ENV, LaunchRequest
+from .ray_need import RayNeed
 
 REF_API = "xtuner-rl://references/api-reference"
 
@@ -21,12 +23,20 @@ SRC_GPU_CHECK = "xtuner/v1/rl/utils/ray_accelerator_worker.py:106-107"
 
 
 def plan_findings(
-    params: LaunchRequest, facts: ConfigFacts, env: dict[str, str], total: int, passed: int | None, policy: PathPolicy
+    params: LaunchRequest,
+    facts: ConfigFacts,
+    env: dict[str, str],
+    total: int,
+    passed: int | None,
+    policy: PathPolicy,
+    need: RayNeed | None = None,
 ) -> list[Finding]:
     """Every check of the plan, blockers first, without duplicates."""
     findings = _backend_findings(params)
     findings += _config_findings(params, facts)
     findings += _workers_findings(params, facts, total, passed)
+    if need is not None:
+        findings += ray_need_findings(params, need)
     findings += _env_findings(params, facts, env)
     findings += _path_shape_findings(params)
     if params.check_paths:
@@ -256,6 +266,51 @@ def _check_path_findings(params: LaunchRequest, policy: PathPolicy) -> list[Find
                 location=f"/{name}",
                 fix=f"Check {name}. {elsewhere}",
                 reference=f"{REF_CLUSTER}#ray-preparation",
+                owner="launch_command",
+            )
+        )
+    return out
+
+
+def ray_need_findings(params: LaunchRequest, need: RayNeed) -> list[Finding]:
+    """Pinned ``ray start --num-cpus/--memory`` below what XTuner's placement-group check needs."""
+    if not need.known:
+        return []  # why is in ray_need.why_unknown and the summary
+    out: list[Finding] = []
+    nodes = params.nodes
+    for fid, flag, pinned, needed, per_node, unit in (
+        (
+            "cmd.ray_cpus_pinned_short",
+            "ray_num_cpus",
+            params.ray_num_cpus,
+            float(need.cpus),
+            need.per_node_cpus,
+            "CPUs",
+        ),
+        (
+            "cmd.ray_memory_pinned_short",
+            "ray_memory_gib",
+            params.ray_memory_gib,
+            need.memory_gib,
+            need.per_node_memory_gib,
+            "GiB",
+        ),
+    ):
+        if pinned is None or pinned * nodes >= needed:
+            continue
+        out.append(
+            Finding(
+                id=fid,
+                severity="blocker",
+                category="ray_resources_insufficient",
+                title=f"{flag}={pinned:g} × {nodes} node(s) = {pinned * nodes:g} {unit}, below the {needed:g} {unit} "
+                "XTuner's placement-group check needs",
+                evidence=f"{need.arithmetic}. XTuner fails with 'Not enough available "
+                f"{'CPUs' if unit == 'CPUs' else 'memory'} in Ray cluster, ... less than ...'",
+                fix=f"Pass {flag}={per_node:g} (per node) or more, or leave it unset so Ray detects the machine; "
+                "or lower num_cpus_per_worker / cpu_memory_per_worker in the config.",
+                reference=f"{REF_CLUSTER}#resource-checks",
+                source=rr.SRC_PG_CPU if unit == "CPUs" else rr.SRC_PG_MEMORY,
                 owner="launch_command",
             )
         )

@@ -139,14 +139,16 @@ def fit_per_worker(
     accelerator: rr.Accelerator,
     pools: list[rr.ExternalCPUPool],
     cluster: rr.ClusterCapacity | None,
+    start: tuple[float, int] | None = None,
 ) -> tuple[float, int, rr.RayRequirements, list[rr.FitRow]]:
-    """Largest per-worker CPUs (<=12) and memory (<=16 GiB) that pass every check; defaults when no cluster."""
+    """Largest per-worker CPUs and memory up to ``start`` (the config's values; default XTuner's 12 CPUs, 16 GiB)
+    that pass every check; ``start`` itself when no cluster is known."""
 
     def build(cpw: float, mem: int) -> rr.RayRequirements:
         pgs = [rr.accelerator_pg_requirements(n, cpw, mem, accelerator=accelerator, name=name) for name, n in groups]
         return rr.ray_requirements(pgs, pools)
 
-    cpw, mem = rr.DEFAULT_NUM_CPUS_PER_WORKER, rr.DEFAULT_CPU_MEMORY_PER_WORKER_BYTES
+    cpw, mem = start or (rr.DEFAULT_NUM_CPUS_PER_WORKER, rr.DEFAULT_CPU_MEMORY_PER_WORKER_BYTES)
     req = build(cpw, mem)
     if cluster is None:
         return cpw, mem, req, []
@@ -167,9 +169,9 @@ def fit_per_worker(
             lo, hi = (mid, hi) if pred(mid) else (lo, mid - 1)
         return lo
 
-    c_best = largest(1, int(rr.DEFAULT_NUM_CPUS_PER_WORKER), lambda c: ok(c, MIN_WORKER_MEMORY_GIB))
+    c_best = largest(1, max(1, int(cpw)), lambda c: ok(c, MIN_WORKER_MEMORY_GIB))
     if c_best is not None:
-        m_best = largest(MIN_WORKER_MEMORY_GIB, 16, lambda m: ok(c_best, m))
+        m_best = largest(MIN_WORKER_MEMORY_GIB, max(MIN_WORKER_MEMORY_GIB, mem // rr.GIB), lambda m: ok(c_best, m))
         if m_best is not None:
             r = build(float(c_best), m_best * rr.GIB)
             return float(c_best), m_best * rr.GIB, r, rr.check_fit(r, cluster)
@@ -184,37 +186,45 @@ def _fmt(row: rr.FitRow, available: bool = False) -> str:
 
 
 def size_ray_groups(
-    p: PlanRequest, shape: ClusterShape, group_shape: list[tuple[str, int]]
+    p: PlanRequest,
+    shape: ClusterShape,
+    group_shape: list[tuple[str, int]],
+    given_pools: list[rr.ExternalCPUPool] | None = None,
+    start: tuple[float, int] | None = None,
 ) -> tuple[RaySizing, list[Finding]]:
-    """Ray requirements: XTuner's own arithmetic (resource_rules), sized to the cluster if known."""
-    pools = [rr.rollout_controller_pool()]
-    if p.judger_cpu_workers:
-        pools.append(rr.judger_pool("openai/gsm8k", num_workers=p.judger_cpu_workers))
-    pools = rr.unique_pool_names(pools)
+    """Ray requirements: XTuner's own arithmetic (resource_rules), sized to the cluster if known.
+
+    ``given_pools`` and ``start`` come from the user's config (its CPU pools and per-worker CPUs/memory).
+    """
+    if given_pools:
+        pools = rr.unique_pool_names(given_pools)
+    else:
+        pools = [rr.rollout_controller_pool()]
+        if p.judger_cpu_workers:
+            pools.append(rr.judger_pool("openai/gsm8k", num_workers=p.judger_cpu_workers))
+        pools = rr.unique_pool_names(pools)
     pg_names = [("train" if r == "shared" else r, n) for r, n in group_shape]
-    cpw, mem, req, rows = fit_per_worker(pg_names, shape.accelerator, pools, shape.cluster)
+    cpw, mem, req, rows = fit_per_worker(pg_names, shape.accelerator, pools, shape.cluster, start)
     fit_ok = rr.fits(rows) if shape.cluster is not None else None
     sizing = RaySizing(cpw, mem, req, rows, fit_ok)
-    return sizing, fit_findings(sizing, shape)
+    return sizing, fit_findings(sizing, shape, start)
 
 
-def fit_findings(sizing: RaySizing, shape: ClusterShape) -> list[Finding]:
+def fit_findings(sizing: RaySizing, shape: ClusterShape, start: tuple[float, int] | None = None) -> list[Finding]:
     """Lowered per-worker resources, each failing check, or a note that the fit was not checked."""
     findings: list[Finding] = []
     cpw, mem, req = sizing.cpus_per_worker, sizing.memory_per_worker, sizing.requirements
-    if (
-        shape.cluster is not None
-        and sizing.fits
-        and (cpw, mem) != (rr.DEFAULT_NUM_CPUS_PER_WORKER, rr.DEFAULT_CPU_MEMORY_PER_WORKER_BYTES)
-    ):
+    first = start or (rr.DEFAULT_NUM_CPUS_PER_WORKER, rr.DEFAULT_CPU_MEMORY_PER_WORKER_BYTES)
+    if shape.cluster is not None and sizing.fits and (cpw, mem) != first:
         findings.append(
             Finding(
                 id="topo.resources_reduced",
                 severity="warning",
                 category="ray_resources_insufficient",
                 title=f"Per-worker resources lowered to {cpw:g} CPU and {mem // rr.GIB} GiB to fit the cluster",
-                evidence=f"XTuner's defaults (12 CPU, 16 GiB per worker) need {req.placement_groups[0].num_workers}"
-                " workers x default + 10 CPUs / 10 GiB, more than the cluster offers",
+                evidence=f"{'your config' if start else 'XTuner defaults'}: {first[0]:g} CPU, {first[1] / rr.GIB:g} GiB "
+                f"per worker; {req.placement_groups[0].num_workers} workers × that + 10 CPUs / 10 GiB is more than "
+                "the cluster offers",
                 fix="Keep these values, or add CPUs/memory to the Ray nodes (ray start --num-cpus/--memory).",
                 reference=f"{CB}#resource-checks",
                 source=rr.SRC_PG_CPU,

@@ -102,7 +102,8 @@ def plan_rollout(
     )
     train_world = train_n
     rules.append(rr.sp_size_rule(p.sp_size, train_world))
-    findings = _rule_findings(rules) + _backend_findings(p, acc) + _topology_findings(p, topology, train_n)
+    findings = _rule_findings(rules, rollout_n, tp, ep, per_node, shape.total)
+    findings += _backend_findings(p, acc) + _topology_findings(p, topology, train_n)
     transport = "nccl" if topology == "disaggregated" else "ipc"
     engine = rr.num_gpus_per_engine(tp, ep)
     n_engines = max(1, rollout_n // engine) if engine else 1
@@ -123,7 +124,22 @@ def plan_rollout(
     return plan, findings
 
 
-def _rule_findings(rules: list[rr.RuleResult]) -> list[Finding]:
+def _rule_fix(rule: rr.RuleResult, rollout_n: int, tp: int, ep: int, per_node: int, total: int) -> str:
+    """The fix with the numbers: which worker counts work with this engine, which engine sizes with these workers."""
+    if rule.rule == "rollout.workers_divisible_by_engine":
+        return rr.engine_layout_fix(
+            rollout_n, rr.num_gpus_per_engine(tp, ep), "EP" if ep > 1 else "TP", per_node, total
+        )
+    if rule.rule == "rollout.workers_divisible_by_ep":
+        return rr.engine_layout_fix(rollout_n, ep, "EP", per_node, total)
+    if rule.rule == "rollout.tp_or_ep_is_one":
+        return f"Set tensor_parallel_size=1 (keep EP {ep}) or expert_parallel_size=1 (keep TP {tp})."
+    return "Pick tensor/expert parallel sizes and worker counts that divide evenly (leave them unset to let this tool choose)."
+
+
+def _rule_findings(
+    rules: list[rr.RuleResult], rollout_n: int, tp: int, ep: int, per_node: int, total: int
+) -> list[Finding]:
     findings: list[Finding] = []
     for rule in rules:
         if not rule.ok and rule.rule != "rollout.vllm_topology_not_implemented":
@@ -134,8 +150,7 @@ def _rule_findings(rules: list[rr.RuleResult]) -> list[Finding]:
                     category="resource_mismatch_num_workers",
                     title=f"XTuner will reject this layout: {rule.detail}",
                     evidence=rule.xtuner_message,
-                    fix="Pick tensor/expert parallel sizes and worker counts that divide evenly (leave them unset "
-                    "to let this tool choose).",
+                    fix=_rule_fix(rule, rollout_n, tp, ep, per_node, total),
                     reference=f"{CB}#divisibility-rules",
                     source=rule.source,
                     owner="config_edit",

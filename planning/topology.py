@@ -6,7 +6,7 @@ The decision guidance follows ``docs/zh_cn/rl/advanced_tutorial/rl_trainer.md`` 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..core import Finding, ToolInputError
 from ..xtuner_rules import resources as rr
@@ -134,8 +134,16 @@ def decide_topology(
     return chosen, why, alternatives, findings
 
 
-def produce_plan(topology: Topology, p: PlanRequest) -> ProduceStrategyPlan:
-    """Strategy class and knobs; staleness = (max_staleness + 1) * sync_weights_interval (produce_utils.py:97-99)."""
+def produce_plan(
+    topology: Topology, p: PlanRequest, given: tuple[str, dict[str, Any]] | None = None
+) -> ProduceStrategyPlan:
+    """Strategy class and knobs; staleness = (max_staleness + 1) * sync_weights_interval (produce_utils.py:97-99).
+
+    ``given``: the user's config strategy (class, knobs), kept when its class suits the topology.
+    """
+    kept = _kept_strategy(topology, p, given)
+    if kept is not None:
+        return kept
     if topology == "colocated_sync":
         return ProduceStrategyPlan(
             class_name="SyncProduceStrategyConfig",
@@ -196,6 +204,34 @@ def produce_plan(topology: Topology, p: PlanRequest) -> ProduceStrategyPlan:
     )
 
 
+def _kept_strategy(
+    topology: Topology, p: PlanRequest, given: tuple[str, dict[str, Any]] | None
+) -> ProduceStrategyPlan | None:
+    """The config's own strategy, when it is the class this topology needs."""
+    if given is None:
+        return None
+    cls, knobs = given
+    wanted = {
+        "colocated_sync": "SyncProduceStrategyConfig",
+        "colocated_async": "AsyncProduceStrategyConfig",
+        "disaggregated": "DisaggAsyncProduceStrategyConfig",
+    }[topology]
+    if cls != wanted:
+        return None
+    ms = knobs.get("max_staleness", 0)
+    ms = ms if isinstance(ms, int) and ms >= 0 else 0
+    src = {"colocated_sync": SRC_SYNC, "colocated_async": SRC_ASYNC, "disaggregated": SRC_DISAGG_ASYNC}[topology]
+    return ProduceStrategyPlan(
+        class_name=cls,
+        module="xtuner.v1.rl.agent_loop_manager",
+        params=dict(knobs) if topology != "colocated_sync" else {},
+        effective_stale_threshold_steps=(ms + 1) * p.sync_weights_interval,
+        eval_class_name="SyncProduceStrategyConfig",
+        why=["kept from your config: " + (", ".join(f"{k}={v}" for k, v in knobs.items()) or "class defaults")],
+        source=src,
+    )
+
+
 def staleness_findings(topology: Topology, strategy: ProduceStrategyPlan, p: PlanRequest) -> list[Finding]:
     """How far samples may lag the trained weights, for the asynchronous topologies."""
     if topology == "colocated_sync":
@@ -206,9 +242,12 @@ def staleness_findings(topology: Topology, strategy: ProduceStrategyPlan, p: Pla
             severity="info",
             category="staleness_or_partial_rollout",
             title=f"Samples may lag the trained weights by up to {strategy.effective_stale_threshold_steps} steps",
-            evidence=f"(max_staleness {strategy.params['max_staleness']} + 1) x sync_weights_interval "
+            evidence=f"(max_staleness {strategy.params.get('max_staleness', 0)} + 1) x sync_weights_interval "
             f"{p.sync_weights_interval}",
-            fix="For fresher samples lower max_staleness to 0 (then also consider enable_partial_rollout=False).",
+            fix="For fresher samples lower max_staleness to 0 (then also consider enable_partial_rollout=False)."
+            if strategy.params.get("max_staleness", 0)
+            else "max_staleness is already 0; for strictly on-policy samples use colocated_sync with "
+            "sync_weights_interval=1.",
             reference=f"{WF}#effective-staleness",
             source=SRC_STALE,
         )
@@ -264,8 +303,12 @@ def split_groups(
     engine: int,
     gpu_bytes: float,
     pack_max_length: int,
+    want: dict[str, int] | None = None,
 ) -> GroupSplit:
-    """One shared group (colocated, a multiple of the engine size) or a train and a rollout group."""
+    """One shared group (colocated, a multiple of the engine size) or a train and a rollout group.
+
+    ``want``: workers per role the user's config asks for ('shared', 'train'); kept when the cluster has them.
+    """
     total, per_node = shape.total, shape.per_node
     idle = 0
     why = None
@@ -277,19 +320,21 @@ def split_groups(
                 "Use topology colocated_sync, or add accelerators.",
             )
         rollout_n, train_n = split_disaggregated(p, model, total, per_node, engine, gpu_bytes, pack_max_length)
+        if want and "train" in want:
+            train_n = max(1, min(want["train"], train_n))
         idle = total - rollout_n - train_n
         why = f"split: {train_n} accelerators train, {rollout_n} roll out" + (
             " (rollout gets more for long-tail responses)" if p.long_tail_responses else ""
         )
         group_shape = [("train", train_n), ("rollout", rollout_n)]
     else:
-        train_n = rollout_n = total
-        if total % engine:
-            rollout_n = train_n = total - total % engine
-            idle = total - train_n
+        use = min(want.get("shared", total), total) if want else total
+        train_n = rollout_n = use
+        if use % engine:
+            rollout_n = train_n = use - use % engine
         if train_n < 1:
-            train_n = rollout_n = total
-            idle = 0
+            train_n = rollout_n = use
+        idle = total - train_n
         group_shape = [("shared", train_n)]
     return GroupSplit(rollout_n, train_n, idle, group_shape, why)
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from ..core import Finding, RunContext
 from ..xtuner_rules import resources as rr
 from .cluster_fit import ClusterShape, size_ray_groups, worker_groups
+from .config_input import ConfigInput
+from .config_plan import ConfigPlanReport, config_findings, group_workers, per_worker, strategy_knobs
 from .memory import DEFAULT_GPU_MEMORY_GIB, TRAIN_MEMORY_HEADROOM, estimate_memory, memory_findings, train_memory
 from .models import (
     Alternative,
@@ -44,9 +46,19 @@ class TopologyPlan:
 
 
 def plan_topology(
-    p: PlanRequest, model: ModelInfo, shape: ClusterShape, findings: list[Finding], ctx: RunContext
+    p: PlanRequest,
+    model: ModelInfo,
+    shape: ClusterShape,
+    findings: list[Finding],
+    ctx: RunContext,
+    given: ConfigInput | None = None,
+    report: ConfigPlanReport | None = None,
 ) -> TopologyPlan:
-    """Plan the run on this cluster; findings already raised (cluster shape) come first."""
+    """Plan the run on this cluster; findings already raised (cluster shape) come first.
+
+    ``given`` is the user's config: its worker counts, per-worker CPUs/memory, CPU pools and strategy are kept
+    where XTuner's rules and the cluster allow; what had to change is added to ``report`` and to the findings.
+    """
     findings = list(findings)
     gpu_gib = p.gpu_memory_gib or DEFAULT_GPU_MEMORY_GIB[shape.accelerator]
     gpu_bytes = gpu_gib * rr.GIB
@@ -64,20 +76,26 @@ def plan_topology(
 
     tp, ep, engine_fits, why = size_engine(p, model, topology, shape, gpu_gib, util)
     rationale.append(why)
-    split = split_groups(p, model, topology, shape, rr.num_gpus_per_engine(tp, ep), gpu_bytes, pack_max_length)
+    want = group_workers(given)
+    engine = rr.num_gpus_per_engine(tp, ep)
+    split = split_groups(p, model, topology, shape, engine, gpu_bytes, pack_max_length, want)
     if split.why:
         rationale.append(split.why)
-    if split.idle:
+    rule_idle = split.idle - (shape.total - min(want.get("shared", shape.total), shape.total))
+    if rule_idle > 0 and not want:
         findings.append(idle_finding(split.idle, shape.total, tp, ep))
-    sizing, more = size_ray_groups(p, shape, split.groups)
+    start = per_worker(given)
+    sizing, more = size_ray_groups(p, shape, split.groups, given.pools if given else None, start)
     findings += more
+    if given is not None and report is not None:
+        findings += config_findings(given, report, shape.total, shape.per_node, (tp, ep), split.groups, sizing, p)
     rollout, more = plan_rollout(p, topology, shape, tp, ep, (split.rollout, split.train), util, context_length)
     findings += more
     memory = estimate_memory(model, p, split.train, rollout, pack_max_length, gpu_gib, topology)
     findings += memory_findings(memory, model, rollout, engine_fits, context_length)
     training, more = plan_training(p, split.train, pack_max_length)
     findings += more
-    strategy = produce_plan(topology, p)
+    strategy = produce_plan(topology, p, strategy_knobs(given))
     findings += staleness_findings(topology, strategy, p)
     groups = worker_groups(split.groups, sizing)
     resources = ResourcesPlan(

@@ -40,7 +40,7 @@ def plan_intervals(p: PlanRequest, findings: list[Finding]) -> tuple[int, int, i
                     evidence=f"XTuner rejects it: {name}={v} must be a multiple of sync_weights_interval={s}, "
                     f"because {why}",
                     location=name,
-                    fix=f"Use {name}={fixed} (evaluation and saves only run on weight-sync steps).",
+                    fix=interval_fix(name, v, s),
                     reference=f"{WF}#effective-staleness",
                     source=SRC_INTERVALS,
                     owner="config_edit",
@@ -49,6 +49,17 @@ def plan_intervals(p: PlanRequest, findings: list[Finding]) -> tuple[int, int, i
             v = fixed
         out.append(v)
     return out[0], out[1], out[2]
+
+
+def interval_fix(name: str, value: int, sync: int) -> str:
+    """'use evaluate_step 4 or 6 (multiples of sync_weights_interval=2), or sync_weights_interval 1/5 (divides 5)'."""
+    below, above = (value // sync) * sync, _round_up(value, sync)
+    steps = " or ".join(str(v) for v in dict.fromkeys(x for x in (below, above) if x >= 1))
+    syncs = "/".join(str(d) for d in range(1, value + 1) if value % d == 0)
+    return (
+        f"Use {name} {steps} (multiples of sync_weights_interval={sync}), or sync_weights_interval {syncs} "
+        f"(divides {value}); this plan uses {above}. Evaluation and saves only run on weight-sync steps."
+    )
 
 
 def pack_length(context_length: int) -> int:

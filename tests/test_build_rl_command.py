@@ -19,13 +19,15 @@ FLAGS = {"sglang": "XTUNER_USE_SGLANG", "vllm": "XTUNER_USE_VLLM", "lmdeploy": "
 
 COLOCATE = """\
 import os
+from xtuner.v1.rl.utils import AcceleratorResourcesConfig
 from xtuner.v1.train.rl_trainer import RLColocateTrainerConfig
 work_dir = os.environ["WORK_DIR"]
 model_path = os.environ["MODEL_PATH"]
 data_path = os.environ["DATA_PATH"]
 eval_data_path = os.environ["EVAL_DATA_PATH"]
 NNODE = int(os.environ.get("WORLD_SIZE", "1"))
-trainer = RLColocateTrainerConfig(resources=None, work_dir=work_dir)
+resources = AcceleratorResourcesConfig(num_workers=8 * NNODE, num_cpus_per_worker=12, cpu_memory_per_worker=16 * 1024**3)
+trainer = RLColocateTrainerConfig(resources=resources, work_dir=work_dir)
 """
 
 DISAGG = """\
@@ -200,7 +202,7 @@ def test_config_env_vars_the_plan_does_not_set(root: Path) -> None:
     r = _plan(root, eval_data_path=None)
     (f,) = r.findings
     assert f.id == "cmd.config_env_var_unset" and f.severity == "warning"
-    assert f.location == f"{root / 'colocate.py'}:6" and "eval_data_path" in f.fix
+    assert f.location == f"{root / 'colocate.py'}:7" and "eval_data_path" in f.fix
     (root / "custom.py").write_text('import os\nx = os.environ["GSM8K_DATA_PATH"]\ntrainer = 1\n')
     r = _plan(root, config=str(root / "custom.py"))
     assert [f.title for f in r.findings] == [
@@ -417,3 +419,29 @@ async def test_mcp_input_errors_are_structured(mcp_client) -> None:
     r = await mcp_client.call_tool("build_rl_command", {"config": "a.py", "backend": "sglang", "gpus": 8})
     assert r.is_error
     assert "Traceback" not in r.content[0].text
+
+
+def test_ray_need_from_the_config_and_pinned_resources(root: Path) -> None:
+    """16 workers x (12 CPU, 16 GiB): 202 CPUs and 266 GiB in total; 101 CPUs and 133 GiB per node on 2 nodes."""
+    r = _plan(root, nodes=2, head_address="10.0.0.1")
+    n = r.ray_need
+    assert (n.known, n.accelerators, n.cpus, n.memory_gib) == (True, 16, 202, 266)
+    assert (n.per_node_cpus, n.per_node_memory_gib) == (101, 133)
+    assert "16 workers × 12 CPU + 10 = 202 CPUs" in n.arithmetic and "colocate.py:" in n.arithmetic
+    assert "Ray must offer 16 GPUs, 202 CPUs, 266 GiB (101 CPUs, 133 GiB per node)" in r.summary
+    assert (r.ray_start.expected_cpus, r.ray_start.expected_memory_gib) == (202, 266)
+    assert "--num-cpus" not in r.ray_start.head  # not pinned unless asked; the script checks instead
+    pinned = _plan(root, nodes=2, head_address="10.0.0.1", ray_num_cpus=100, ray_memory_gib=200)
+    assert pinned.ray_start.head_argv[-2:] == ["--num-cpus=100", f"--memory={200 * 1024**3}"]
+    assert pinned.ray_start.worker_argv[-2:] == ["--num-cpus=100", f"--memory={200 * 1024**3}"]
+    f = {x.id: x for x in pinned.findings}
+    assert f["cmd.ray_cpus_pinned_short"].severity == "blocker"
+    assert "ray_num_cpus=101" in f["cmd.ray_cpus_pinned_short"].fix
+    assert "cmd.ray_memory_pinned_short" not in f  # 2 x 200 GiB covers 266 GiB
+    assert pinned.summary.startswith("lmdeploy launch on 2 node(s)") and "first: ray_num_cpus=100" in pinned.summary
+
+
+def test_ray_need_unknown_says_why(root: Path) -> None:
+    r = _plan(root, config=str(root / "disagg.py"))
+    assert not r.ray_need.known and r.ray_need.why_unknown
+    assert "Ray CPUs/memory not computed" in r.summary and "# 3b." not in r.script

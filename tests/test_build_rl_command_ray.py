@@ -63,3 +63,50 @@ def test_wait_loop_fails_on_real_cluster_with_too_few_gpus(ray_cluster) -> None:
     short = _run_wait(ray_cluster, per_node)
     assert short.returncode == 1
     assert f"Ray shows {total} GPUs after 1 checks; need {per_node * len(ray_cluster.nodes)}" in short.stderr
+
+
+CONFIG = """\
+import os
+from xtuner.v1.rl.utils import AcceleratorResourcesConfig
+from xtuner.v1.train.rl_trainer import RLColocateTrainerConfig
+NNODE = int(os.environ.get("WORLD_SIZE", "1"))
+resources = AcceleratorResourcesConfig(num_workers=8 * NNODE, num_cpus_per_worker=12, cpu_memory_per_worker=32 * 1024**3)
+trainer = RLColocateTrainerConfig(resources=resources)
+"""
+
+
+def _run_resource_check(ray_cluster, tmp_path, num_workers: int) -> tuple[object, subprocess.CompletedProcess]:
+    """Only the '# 3b.' block of the head script (the resource check), against the real cluster's `ray status`."""
+    from xtuner_rl_mcp.core import PathPolicy
+
+    (tmp_path / "cfg.py").write_text(CONFIG)
+    plan = run(
+        Params(config=str(tmp_path / "cfg.py"), backend="lmdeploy", num_workers=num_workers),
+        RunContext(paths=PathPolicy.from_strings([tmp_path])),
+    )
+    block = plan.script[plan.script.index("# 3b.") : plan.script.index("# 4. ")]
+    env = dict(ray_cluster.env)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+    proc = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + block], env=env, capture_output=True, text=True, timeout=120
+    )
+    return plan, proc
+
+
+def test_resource_check_reads_real_ray_status(ray_cluster, tmp_path) -> None:
+    """8 workers x (12 CPU, 32 GiB): XTuner needs 106 CPUs and 266 GiB; the shared cluster offers more."""
+    cpus, mem_gib = ray_cluster.total("CPU"), ray_cluster.total("memory") / 1024**3
+    assert cpus >= 106 and mem_gib >= 266, "the shared cluster is smaller than this test assumes"
+    plan, proc = _run_resource_check(ray_cluster, tmp_path, 8)
+    assert (plan.ray_need.cpus, plan.ray_need.memory_gib) == (106, 266)
+    assert proc.returncode == 0, proc.stderr
+    assert "(need 106 CPUs, 266 GiB)" in proc.stdout and f"Ray offers {cpus:g} CPUs" in proc.stdout
+
+
+def test_resource_check_stops_on_a_real_cluster_that_is_too_small(ray_cluster, tmp_path) -> None:
+    """16 workers need 16 x 12 + 10 = 202 CPUs and 16 x 32 + 10 = 522 GiB, more than the cluster has."""
+    assert ray_cluster.total("CPU") < 202
+    plan, proc = _run_resource_check(ray_cluster, tmp_path, 16)
+    assert (plan.ray_need.cpus, plan.ray_need.memory_gib) == (202, 522)
+    assert proc.returncode == 1
+    assert "ERROR: XTuner needs 202 CPUs and 522 GiB of Ray memory" in proc.stderr

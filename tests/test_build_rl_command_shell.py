@@ -43,7 +43,7 @@ STUB = r"""#!/bin/bash
 } >> "$XRLT_RECORD"
 if [ "${1:-}" = status ]; then
   if [ "${XRLT_STATUS_FAIL:-0}" = 1 ]; then exit 1; fi
-  printf '======== Autoscaler status ========\nTotal Usage:\n 0.0/4.0 CPU\n 0.0/%s GPU (0.0 used of 0.0 reserved in placement groups)\n 0B/9.0GiB memory\n' "$XRLT_GPUS"
+  printf '======== Autoscaler status ========\nTotal Usage:\n %s CPU\n 0.0/%s GPU (0.0 used of 0.0 reserved in placement groups)\n %s memory\n 0B/9.31GiB object_store_memory\n' "${XRLT_CPUS:-0.0/4.0}" "$XRLT_GPUS" "${XRLT_MEM:-0B/9.0GiB}"
 fi
 """
 
@@ -316,6 +316,10 @@ def test_script_runs_exactly_as_intended(lab: Path, raw: dict, nodes: int, gpus:
     """The full head script (and the worker script): ray start, the wait loop, the RL command — nothing else."""
     args = _materialise({**raw, "nodes": nodes, "gpus_per_node": gpus, "ray_port": port, "head_address": host}, lab)
     args.pop("num_workers", None)
+    if "work_dir" in args:
+        # The script creates the work dir for its log file: keep it one plain entry inside the run's directory.
+        wd = args["work_dir"].replace("/", "_")
+        args["work_dir"] = wd + "x" if wd in (".", "..") else wd
     result = _plan(args, lab)
     if result is None:
         return
@@ -323,7 +327,7 @@ def test_script_runs_exactly_as_intended(lab: Path, raw: dict, nodes: int, gpus:
     base = _baseline(lab, record, gpus=nodes * gpus)
     proc, cwd = _run_bash(result.script, base, lab)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
-    assert os.listdir(cwd) == []
+    _take_log(cwd, args.get("work_dir"))
     intended = _intended_env(args, base)
     ray = str(lab / "bin" / "ray")
     calls = _parse(record)
@@ -342,6 +346,17 @@ def test_script_runs_exactly_as_intended(lab: Path, raw: dict, nodes: int, gpus:
         ((prog, argv, env),) = _parse(record)
         assert (prog, argv) == (ray, ["start", f"--address={host}:{port}", f"--num-gpus={gpus}"])
         assert _strip(env) == intended
+
+
+def _take_log(cwd: Path, work_dir: str | None) -> None:
+    """The one thing the script may leave: its log file (in the work dir, else the working directory). Removed."""
+    where = cwd / work_dir if work_dir is not None else cwd
+    logs = [p for p in where.iterdir() if p.name.startswith("training_log_") and p.name.endswith(".txt")]
+    assert len(logs) == 1 and logs[0].is_file(), os.listdir(where)
+    logs[0].unlink()
+    if work_dir is not None:
+        where.rmdir()
+    assert os.listdir(cwd) == [], "something ran besides the planned commands"
 
 
 # -- the wait loop ---------------------------------------------------------------------------------------
@@ -371,6 +386,64 @@ def test_wait_loop_accepts_more_gpus_and_reports(lab: Path) -> None:
     assert proc.returncode == 0, proc.stderr.decode()
     assert "Ray cluster shows 16 GPUs (need 8)." in proc.stdout.decode()
     assert [Path(p).name for p, _, _ in _parse(record)] == ["ray", "ray", "python"]
+
+
+ASYNC_LIKE = """\
+import os
+from xtuner.v1.rl.utils import AcceleratorResourcesConfig
+from xtuner.v1.train.rl_trainer import RLColocateTrainerConfig
+NNODE = int(os.environ.get("WORLD_SIZE", "1"))
+resources = AcceleratorResourcesConfig(num_workers=8 * NNODE, num_cpus_per_worker=12, cpu_memory_per_worker=32 * 1024**3)
+trainer = RLColocateTrainerConfig(resources=resources)
+"""
+
+
+@pytest.mark.parametrize(
+    "cpus,mem,ok",
+    [
+        ("0.0/106.0", "0B/266.00GiB", True),  # exactly XTuner's need: 8 x 12 + 10 CPUs, 8 x 32 + 10 GiB
+        ("2.0/112.0", "0B/1.50TiB", True),
+        ("0.0/105.0", "0B/1.50TiB", False),  # one CPU short
+        ("0.0/128.0", "0B/265.90GiB", False),  # memory short
+        ("8.0/112.0", "0B/300.00GiB", False),  # 112 in total but 8 in use: 104 free
+        ("0.0/128.0", "16.00GiB/280.00GiB", False),
+    ],
+)
+def test_resource_check_stops_before_the_run(lab: Path, cpus: str, mem: str, ok: bool) -> None:
+    """The script compares Ray's free CPUs and memory with XTuner's need and stops before the run, with numbers."""
+    (lab / "roots" / "async_like.py").write_text(ASYNC_LIKE)
+    result = _simple(lab, config=str(lab / "roots" / "async_like.py"), backend="lmdeploy")
+    assert (result.ray_need.cpus, result.ray_need.memory_gib) == (106, 266)
+    record = Path(tempfile.mktemp(dir=lab / "runs", suffix=".rec"))
+    env = {**_baseline(lab, record, gpus=8), "XRLT_CPUS": cpus, "XRLT_MEM": mem}
+    proc, cwd = _run_bash(result.script, env, lab)
+    progs = [Path(p).name for p, _, _ in _parse(record)]
+    if ok:
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert "(need 106 CPUs, 266 GiB)" in proc.stdout.decode()
+        assert progs == ["ray", "ray", "ray", "python"]
+        _take_log(cwd, None)
+    else:
+        assert proc.returncode == 1
+        assert "ERROR: XTuner needs 106 CPUs and 266 GiB of Ray memory" in proc.stderr.decode()
+        assert progs == ["ray", "ray", "ray"]  # start, the GPU wait, the resource check; never the run
+
+
+def test_resource_check_unreadable_status_stops(lab: Path) -> None:
+    (lab / "roots" / "async_like.py").write_text(ASYNC_LIKE)
+    result = _simple(lab, config=str(lab / "roots" / "async_like.py"))
+    block = result.script[result.script.index("# 3b.") : result.script.index("# 4.")]
+    record = Path(tempfile.mktemp(dir=lab / "runs", suffix=".rec"))
+    proc, _ = _run_bash("set -euo pipefail\n" + block, _baseline(lab, record, gpus=8, status_fail=True), lab)
+    assert proc.returncode != 0 and "could not read CPU and memory" in proc.stderr.decode()
+
+
+def test_script_raises_open_files_before_ray_and_logs(lab: Path) -> None:
+    result = _simple(lab, work_dir="/data/run 1")
+    s = result.script
+    assert s.index("\nulimit -n 65536") < s.index("\nray start --head")
+    assert "mkdir -p -- '/data/run 1'" in s and '| tee -a -- "$xtuner_rl_log"' in s
+    assert result.log_file == "/data/run 1/training_log_<YYYYmmdd_HHMMSS>.txt"
 
 
 def test_wait_loop_is_bounded(lab: Path) -> None:

@@ -832,3 +832,109 @@ def test_snippet_launch_line_uses_the_installed_entry_point(models):
         snippet = call(models, **kw).config_snippet
         assert "Run: python -m xtuner.v1.train.cli.rl --config <this file>" in snippet
         assert "xtuner/v1/train/cli/rl.py" not in snippet
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Planning from the user's config
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _config_file(tmp_path: Path, **swap: str) -> Path:
+    """The async GSM8K sample config (tests/xtuner_config_samples.py) with text swaps applied."""
+    from .xtuner_config_samples import COLOCATED_ASYNC
+
+    text = COLOCATED_ASYNC
+    for old, new in swap.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "user_config.py"
+    path.write_text(text)
+    return path
+
+
+def _plan_from(tmp_path: Path, cfg: Path, **kw):
+    return run(
+        Params(config=str(cfg), params_b=8, **{"nodes": 1, **kw}), RunContext(paths=PathPolicy.from_strings([tmp_path]))
+    )
+
+
+def test_config_choices_are_kept(tmp_path):
+    res = _plan_from(tmp_path, _config_file(tmp_path))
+    assert res.topology == "colocated_async"  # the config's trainer + AsyncProduceStrategyConfig, not the default sync
+    assert res.produce_strategy.params == {
+        "over_sample_threshold": 0.8,
+        "enable_partial_rollout": True,
+        "max_staleness": 0,
+        "tail_batch_trigger_size": 64,
+    }
+    assert {g.cpu_memory_per_worker_gib for g in res.resources.groups} == {32}
+    assert (res.ray_requirements.min_cluster_cpus, res.ray_requirements.min_cluster_memory_gib) == (106, 266)
+    assert res.training.total_train_steps == 45 and res.training.prompt_repeat_k == 5
+    rep = res.from_config
+    assert rep is not None and rep.changed == []
+    assert rep.staleness is not None and rep.staleness.steps == 1
+    assert rep.staleness.source.startswith("xtuner/v1/rl/agent_loop_manager/produce_utils.py:97")
+    assert "106 CPUs, 266 GiB" in res.summary and "0 changed" in res.summary
+
+
+def test_config_staleness_uses_its_numbers(tmp_path):
+    cfg = _config_file(tmp_path, **{"max_staleness=0,": "max_staleness=2,"})
+    res = _plan_from(tmp_path, cfg, sync_weights_interval=3)
+    # The caller's explicit sync interval wins and is reported; the config's staleness formula uses its own values.
+    assert res.from_config.staleness.steps == 3  # (2 + 1) x 1 in the file
+    assert any("sync_weights_interval" in c for c in res.from_config.changed)
+    assert res.produce_strategy.effective_stale_threshold_steps == 9  # (2 + 1) x 3 as planned
+
+
+def test_config_divisibility_fix_has_the_numbers(tmp_path):
+    cfg = _config_file(
+        tmp_path, **{"num_workers=8 * NNODE": "num_workers=6", "tensor_parallel_size=1,": "tensor_parallel_size=4,"}
+    )
+    res = _plan_from(tmp_path, cfg)
+    f = next(f for f in res.findings if f.id == "topo.config_layout_rejected")
+    assert f.severity == "blocker" and f.stage == "rollout_start"
+    assert "num_rollout_workers=6 must be divisible by num_gpus_per_engine=4" in f.evidence
+    assert f.fix.startswith("use 4 or 8 rollout GPUs with TP 4, or TP 1/2/3/6 on 6")
+    assert f.location == "user_config.py:48"
+    assert res.rollout.tensor_parallel_size == 4 and res.training.num_workers == 4  # TP kept, workers forced
+    assert "num_workers 6 → 4" in res.summary
+
+
+def test_config_resources_forced_down_by_the_cluster(tmp_path):
+    res = _plan_from(tmp_path, _config_file(tmp_path), cpus_per_node=64, memory_gib_per_node=200)
+    assert res.cluster_fit.fits is True
+    g = res.resources.groups[0]
+    assert (g.num_cpus_per_worker, g.cpu_memory_per_worker_gib) != (12, 32)
+    assert g.num_cpus_per_worker * 8 + 10 <= 64 and g.cpu_memory_per_worker_gib * 8 + 10 <= 200
+    assert any(c.startswith("12 CPU, 32 GiB per worker →") for c in res.from_config.changed)
+
+
+def test_config_more_workers_than_the_cluster(tmp_path):
+    res = _plan_from(tmp_path, _config_file(tmp_path, **{"num_workers=8 * NNODE": "num_workers=32"}))
+    assert res.training.num_workers == 8
+    assert "shared num_workers 32 → 8: the cluster has 8 accelerators" in res.from_config.changed
+
+
+def test_config_errors_are_structured(tmp_path):
+    (tmp_path / "x.yaml").write_text("a: 1\n")
+    with pytest.raises(ToolInputError) as e:
+        _plan_from(tmp_path, tmp_path / "x.yaml")
+    assert e.value.code == "config_not_python"
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    with pytest.raises(ToolInputError) as e:
+        _plan_from(tmp_path, tmp_path / "empty.py")
+    assert e.value.code == "config_unreadable"
+    with pytest.raises(ToolInputError) as e:
+        run(Params(config="/etc/passwd.py", nodes=1, params_b=8), RunContext(paths=PathPolicy.from_strings([tmp_path])))
+    assert e.value.code in ("path_outside_roots", "path_not_found")
+
+
+def test_forced_tp_rule_fix_has_the_numbers():
+    res = run(Params(nodes=1, gpus_per_node=6, params_b=8, tensor_parallel_size=4), RunContext())
+    # colocated rounds the workers down to 4 (2 idle) rather than fail; disaggregated keeps the split and fails
+    assert res.training.num_workers == 4
+    res = run(
+        Params(nodes=2, params_b=8, topology="disaggregated", rollout_gpus=6, tensor_parallel_size=4), RunContext()
+    )
+    f = next(f for f in res.findings if f.id == "topo.rule.workers_divisible_by_engine")
+    assert f.fix.startswith("use 4 or 8 rollout GPUs with TP 4, or TP 1/2/3/6 on 6")

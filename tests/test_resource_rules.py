@@ -223,3 +223,29 @@ def test_check_fit_on_a_real_ray_cluster(ray_cluster):
     per_node_gpus = max(n.num_gpus for n in ray_cluster.nodes)
     place = row(rows, "pg bundles placeable on the nodes (estimated PACK placement)")
     assert place.ok == (12 * per_node_gpus <= per_node_cpus)
+
+
+def test_per_node_minimum_splits_the_total_and_holds_each_nodes_bundles():
+    one = rr.ray_requirements([rr.accelerator_pg_requirements(8, 12, 32 * rr.GIB)], [rr.rollout_controller_pool()])
+    assert rr.per_node_minimum(one, 1, 8) == (106, 266 * rr.GIB)
+    two = rr.ray_requirements([rr.accelerator_pg_requirements(16, 12, 32 * rr.GIB)], [rr.rollout_controller_pool()])
+    assert rr.per_node_minimum(two, 2, 8) == (101, 261 * rr.GIB)  # 202 / 2 CPUs, 522 / 2 GiB
+    # Uneven: 9 workers on 2 x 8 GPUs -> one node holds 8 bundles (96 CPUs), more than half of 118.
+    uneven = rr.ray_requirements([rr.accelerator_pg_requirements(9, 12, 16 * rr.GIB)])
+    assert rr.per_node_minimum(uneven, 2, 8) == (96, 128 * rr.GIB)
+
+
+@pytest.mark.parametrize(
+    "workers,engine,limit,fix",
+    [
+        (6, 4, None, "use 4 or 8 rollout GPUs with TP 4, or TP 1/2/3/6 on 6"),
+        (6, 4, 6, "use 4 rollout GPUs with TP 4, or TP 1/2/3/6 on 6"),
+        (3, 4, 8, "use 4 rollout GPUs with TP 4, or TP 1/3 on 3"),
+        (24, 16, 32, "use 16 or 32 rollout GPUs with TP 16, or TP 1/2/3/4/6/8/24 on 24"),
+    ],
+)
+def test_engine_layout_fix_names_the_layouts_that_pass(workers, engine, limit, fix):
+    text = rr.engine_layout_fix(workers, engine, "TP", 8, limit)
+    assert text.startswith(fix), text
+    ok_workers, ok_engines = rr.engine_layout_options(workers, engine, 8, limit)
+    assert all(w % engine == 0 for w in ok_workers) and all(workers % e == 0 for e in ok_engines)

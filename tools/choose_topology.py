@@ -20,6 +20,7 @@ from ..core import (
     Detail,
     Finding,
     RunContext,
+    ToolInputError,
     ToolResult,
     ToolSpec,
     cap,
@@ -30,6 +31,8 @@ from ..core import (
 from ..launch.config_skeleton import build_snippet
 from ..launch.diagram import build_diagram
 from ..planning.cluster_fit import ClusterShape, resolve_cluster
+from ..planning.config_input import read_plan_config
+from ..planning.config_plan import ConfigPlanReport, request_updates
 from ..planning.model_size import load_model_info
 from ..planning.models import (
     Alternative,
@@ -56,6 +59,12 @@ from ..xtuner_rules import resources as rr
 class Params(BaseModel):
     model_config = params_model_config()
 
+    config: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="Your RL config (.py): plan from it, keeping its topology, workers, TP/EP, per-worker CPUs/memory, "
+        "strategy and intervals unless XTuner's rules or the cluster force a change",
+    )
     nodes: int | None = Field(
         default=None, ge=1, le=4096, description="Number of machines with accelerators (not needed with use_cluster)"
     )
@@ -160,6 +169,9 @@ class Result(ToolResult):
     memory: MemoryEstimate
     config_snippet: str
     diagram: str
+    from_config: ConfigPlanReport | None = Field(
+        default=None, description="With `config`: what was kept, what changed and why, and the effective staleness"
+    )
     findings: list[Finding]
     findings_omitted: int = 0
 
@@ -173,14 +185,25 @@ def run(params: Params, ctx: RunContext) -> Result:
     ctx.progress(0, 4, "reading model")
     model = load_model_info(params, ctx)
     shape, early = resolve_cluster(params, ctx)
-    plan = plan_topology(params, model, shape, early, ctx)
+    given, report = None, None
+    if params.config is not None:
+        given = read_plan_config(params.config, ctx.paths, {"WORLD_SIZE": str(shape.nodes)})
+        if given.why_not:
+            raise ToolInputError(
+                "config_unreadable",
+                f"config {params.config!r}: {given.why_not}",
+                "Fix the config (inspect_config explains), or plan without `config`.",
+            )
+        upd, report = request_updates(given, set(params.model_fields_set), params.model_dump())
+        params = params.model_copy(update=upd)
+    plan = plan_topology(params, model, shape, early, ctx, given, report)
     ctx.progress(3, 4, "writing config")
     snippet, diagram = _render(params, model, shape, plan)
     findings = sort_findings(dedupe_findings(plan.findings))
-    blockers = sum(1 for f in findings if f.severity == "blocker")
+    blockers = [f for f in findings if f.severity == "blocker"]
     findings, omitted = cap(findings, DEFAULT_LIST_CAP)
     cluster_fit = _cluster_fit(plan, shape, params.detail)
-    summary = _summary(plan, shape, blockers)
+    summary = _summary(plan, shape, blockers, report)
     ctx.progress(4, 4, "done")
     cls = config_classes(plan.topology)
     return Result(
@@ -202,6 +225,7 @@ def run(params: Params, ctx: RunContext) -> Result:
         memory=plan.memory,
         config_snippet=snippet,
         diagram=diagram,
+        from_config=report,
         findings=findings,
         findings_omitted=omitted,
     )
@@ -250,23 +274,36 @@ def _cluster_fit(plan: TopologyPlan, shape: ClusterShape, detail: Detail) -> Clu
     return ClusterFit(source=shape.source, fits=plan.fits, rows=shown_rows, rows_omitted=rows_omitted)
 
 
-def _summary(plan: TopologyPlan, shape: ClusterShape, blockers: int) -> str:
+def _summary(plan: TopologyPlan, shape: ClusterShape, blockers: list[Finding], report: ConfigPlanReport | None) -> str:
+    """The topology and its numbers first, then the Ray need and fit, then what the user's config keeps."""
     topology, acc = plan.topology, shape.accelerator
     train_n, rollout_n = plan.training.num_workers, plan.rollout_workers
     tp, ep = plan.rollout.tensor_parallel_size, plan.rollout.expert_parallel_size
     trainer_cls = config_classes(topology).trainer
     layout = f"{train_n} train + {rollout_n} rollout" if topology == "disaggregated" else f"{train_n} shared workers"
-    fit_txt = {None: "cluster fit not checked", True: "fits the cluster", False: "does NOT fit the cluster"}[plan.fits]
-    return (
-        f"{topology} with {trainer_cls}, {layout} {acc}, rollout tp={tp} ep={ep}, "
-        f"{plan.strategy.class_name}; {fit_txt}; {blockers} blocker(s)"
+    req = plan.ray_requirements
+    need = f"Ray needs {req.accelerators_total:g} {acc}s, {req.min_cluster_cpus:g} CPUs, {req.min_cluster_memory_gib:g} GiB"
+    fit_txt = {None: "fit not checked", True: "fits the cluster", False: "does NOT fit the cluster"}[plan.fits]
+    text = (
+        f"{topology} with {trainer_cls}, {layout} {acc}, rollout tp={tp} ep={ep}, {plan.strategy.class_name} "
+        f"(staleness ≤ {plan.strategy.effective_stale_threshold_steps} step(s)); {need}, {fit_txt}"
     )
+    if report is not None:
+        text += f"; from {report.config}: {len(report.kept)} value(s) kept, {len(report.changed)} changed"
+        if report.changed:
+            text += f" ({report.changed[0]})"
+    text += f"; {len(blockers)} blocker(s)"
+    if blockers:
+        text += f", first: {blockers[0].title}"
+    return text
 
 
 DESCRIPTION = (
     "Choose colocated sync, colocated async or disaggregated for an XTuner V1 GRPO run and size it: config classes, "
     "produce strategy and effective staleness, workers/CPUs/memory that pass XTuner's own Ray checks, rollout TP/EP, "
     "a per-GPU memory estimate, a paste-ready Python config and a Mermaid diagram.\n"
+    "Pass `config` to plan from your own file: its choices are kept, and what XTuner's rules or the cluster force to "
+    "change is listed with the numbers.\n"
     "Use when: planning a new RL run or re-sizing one for a different cluster or model.\n"
     "Not for: checking an existing config file (use inspect_config), probing a live cluster's state "
     "(use probe_environment), or a go/no-go before launch (use preflight)."

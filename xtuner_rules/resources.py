@@ -22,6 +22,7 @@ What XTuner checks, in the order it checks it:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -671,4 +672,65 @@ def sp_size_rule(sp_size: int, world_size: int) -> RuleResult:
         xtuner_message=f"Found sp_size {sp_size}, world_size {world_size}."
         "sequence parallel size must be a divisor of world size.",
         source=SRC_SP,
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# What to ask Ray for, and the layouts that pass a divisibility rule
+# --------------------------------------------------------------------------------------------------------
+
+
+def per_node_minimum(requirements: RayRequirements, nodes: int, accelerators_per_node: int) -> tuple[int, int]:
+    """(CPUs, memory bytes) each of ``nodes`` identical nodes should give Ray so the run passes every check.
+
+    The cluster-wide minimum is split evenly; a node must also hold the bundles PACK puts on it (up to
+    ``accelerators_per_node`` bundles of the largest group), which matters when one node is fuller than the mean.
+    """
+    nodes = max(1, nodes)
+    cpus = math.ceil(requirements.min_cluster_cpus / nodes)
+    mem = math.ceil(requirements.min_cluster_memory_bytes / nodes)
+    for pg in requirements.placement_groups:
+        per_node = min(pg.num_workers, max(1, int(accelerators_per_node // max(pg.num_accelerators_per_worker, 1e-9))))
+        cpus = max(cpus, math.ceil(per_node * pg.num_cpus_per_worker))
+        mem = max(mem, per_node * pg.cpu_memory_per_worker_bytes)
+    return cpus, mem
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def engine_layout_options(
+    num_rollout_workers: int, num_gpus_per_engine: int, gpus_per_node: int = 8, limit: int | None = None
+) -> tuple[list[int], list[int]]:
+    """Layouts that pass ``num_rollout_workers % num_gpus_per_engine == 0`` (lmdeploy.py:160-166, sglang.py:129-134).
+
+    Returns (worker counts that work with this engine size: the multiples just below and above, capped by ``limit``
+    accelerators; engine sizes that divide this worker count: divisors up to one node, then whole-node multiples).
+    """
+    n, e = num_rollout_workers, max(1, num_gpus_per_engine)
+    below = (n // e) * e
+    above = below + e if below != n else n
+    workers = sorted({w for w in (below, above) if w >= e and (limit is None or w <= limit)})
+    engines = [d for d in _divisors(n) if d <= gpus_per_node or d % gpus_per_node == 0]
+    return workers, engines
+
+
+def engine_layout_fix(
+    num_rollout_workers: int,
+    num_gpus_per_engine: int,
+    kind: str = "TP",
+    gpus_per_node: int = 8,
+    limit: int | None = None,
+) -> str:
+    """The fix for a failed divisibility rule, with the numbers: 'use 4 or 8 rollout GPUs with TP 4, or TP 1/2/3/6
+    on 6'. ``kind`` names the parallel size that sets the engine (TP, or EP when expert parallel is on)."""
+    workers, engines = engine_layout_options(num_rollout_workers, num_gpus_per_engine, gpus_per_node, limit)
+    parts = []
+    if workers:
+        parts.append(f"use {' or '.join(map(str, workers))} rollout GPUs with {kind} {num_gpus_per_engine}")
+    if engines:
+        parts.append(f"{kind} {'/'.join(map(str, engines))} on {num_rollout_workers}")
+    return (", or ".join(parts) or f"change {kind} or the rollout GPU count") + (
+        " (the rollout GPU count must be a multiple of the GPUs per engine)"
     )
