@@ -11,11 +11,12 @@ from ..core import Category, Severity
 
 class Evidence(BaseModel):
     source: str = Field(description="'text' for pasted input, else the log file path")
-    line: int = Field(description="1-based line number in that source")
+    line: int = Field(description="1-based line number in that source (0: a live check)")
     text: str = Field(description="The matching line, cleaned of prefixes and colour codes")
-    kind: Literal["exception", "detail", "log", "frame", "phrase"] = Field(
+    kind: Literal["exception", "detail", "log", "frame", "phrase", "probe"] = Field(
         description="exception: an exception line; detail: a pydantic validation detail; log: a log line; "
-        "phrase: a line whose wording matches how this failure is described"
+        "phrase: a line whose wording matches how this failure is described; probe: a live check's finding "
+        "(source 'probe:<tool>', context its finding id)"
     )
     context: str = Field(default="", description="Pydantic details: the line above; phrase: the phrase matched")
 
@@ -29,10 +30,11 @@ class ToolCall(BaseModel):
 class Diagnosis(BaseModel):
     failure_mode_id: str = Field(description="Catalog entry id (stable)")
     category: Category
-    match: Literal["signature", "description", "signature_and_description"] = Field(
+    match: Literal["signature", "description", "signature_and_description", "probe", "description_and_probe"] = Field(
         default="signature",
         description="signature: an exact error message matched; description: the wording matches how this failure "
-        "is described (a lead: confirm it with look_for)",
+        "is described (a lead: confirm it with look_for); probe: found by a live check (run_probes), not in the "
+        "report; description_and_probe: suspected from the wording and confirmed by a live check",
     )
     severity: Severity
     confidence: float = Field(ge=0, le=1, description="How likely this is the (or a) cause, 0-1")

@@ -32,7 +32,15 @@ def _confidence(fm: Any, st: EntryState, any_specific: bool, any_error_blocker: 
     return round(min(0.99, max(0.05, score)), 2)
 
 
+#: Arguments a tool takes that a report can name ("2 × 8 GPUs", "70B", "with SGLang"): added to its calls when known.
+REPORTED_ARGS: dict[str, tuple[str, ...]] = {
+    "choose_topology": ("nodes", "gpus_per_node", "params_b", "backend"),
+    "build_rl_command": ("nodes", "gpus_per_node", "backend"),
+}
+
+
 def fill_call(call: Any, values: dict[str, Any]) -> ToolCall:
+    """A catalog call with its {placeholders} filled from the inputs and the values the report names."""
     args: dict[str, Any] = {}
     missing: list[str] = []
     for key, val in call.arguments.items():
@@ -44,6 +52,9 @@ def fill_call(call: Any, values: dict[str, Any]) -> ToolCall:
                 missing.append(key)
         else:
             args[key] = val
+    for key in REPORTED_ARGS.get(call.tool, ()):
+        if key not in args and key not in missing and values.get(key) is not None:
+            args[key] = values[key]
     return ToolCall(tool=call.tool, arguments=args, missing=missing)
 
 
@@ -171,17 +182,27 @@ def _subsumed(fm: Any, st: EntryState, items: list[tuple[Any, EntryState]]) -> b
     return all(any((h.source, h.line + d) in near for d in range(-3, 4)) for h in st.hits)
 
 
-Verdict = Literal["failure_found", "hang_suspected", "warnings_only", "suspected_from_description", "no_known_failure"]
+Verdict = Literal[
+    "failure_found",
+    "blocker_found_by_probe",
+    "hang_suspected",
+    "warnings_only",
+    "suspected_from_description",
+    "no_known_failure",
+]
 
 
 def choose_verdict(shown: list[Diagnosis]) -> Verdict:
-    """What the findings add up to; a description match alone is a suspicion, never a found failure."""
+    """What the findings add up to; a description match alone is a suspicion, never a found failure; a blocker a
+    live check found decides when the report itself names no exact failure."""
     exact = [d for d in shown if d.match in ("signature", "signature_and_description")]
-    if not exact:
-        return "suspected_from_description" if shown else "no_known_failure"
     hang = {d.failure_mode_id for d in exact if (fm := get_failure_mode(d.failure_mode_id)) and fm.hang}
     if any(d.severity == "blocker" and d.failure_mode_id not in hang for d in exact):
         return "failure_found"
+    if any(d.severity == "blocker" and d.match in ("probe", "description_and_probe") for d in shown):
+        return "blocker_found_by_probe"
+    if not exact:
+        return "suspected_from_description" if shown else "no_known_failure"
     if hang:
         return "hang_suspected"
     return "warnings_only"

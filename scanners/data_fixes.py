@@ -3,6 +3,7 @@ files, number ground truths and Parquet files into the line contract's shape."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -70,6 +71,31 @@ with open(sys.argv[1], encoding="utf-8") as src, open(sys.argv[2], "w", encoding
         dst.write(json.dumps(r, ensure_ascii=False) + "\n")
 """
 
+# Fills a missing reward_model.ground_truth from the answer fields named in FIELDS the way convert_gsm8k.py takes
+# the solution (the first '#### <n>', commas removed); other lines are copied unchanged.
+_DERIVE_GT_SCRIPT = r"""import json, re, sys
+FIELDS = __FIELDS__
+ANSWER = re.compile(r"#### (\-?[0-9\.\,]+)")
+with open(sys.argv[1], encoding="utf-8") as src, open(sys.argv[2], "w", encoding="utf-8") as dst:
+    for line in src:
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r.get("reward_model") is None:
+            r["reward_model"] = {"style": "rule"}
+        rm = r["reward_model"]
+        if isinstance(rm, dict) and rm.get("ground_truth") in (None, ""):
+            for keys in FIELDS:
+                v = r
+                for k in keys:
+                    v = v.get(k) if isinstance(v, dict) else None
+                m = ANSWER.search(v) if isinstance(v, str) else None
+                if m:
+                    rm["ground_truth"] = m.group(1).replace(",", "")
+                    break
+        dst.write(json.dumps(r, ensure_ascii=False) + "\n")
+"""
+
 _PARQUET_SCRIPT = r"""import sys
 import pandas as pd
 pd.read_parquet(sys.argv[1]).to_json(sys.argv[2], orient="records", lines=True, force_ascii=False)
@@ -78,6 +104,15 @@ pd.read_parquet(sys.argv[1]).to_json(sys.argv[2], orient="records", lines=True, 
 
 def _py_command(script: str, src: str, dst: str) -> str:
     return f"python3 -c {shlex.quote(script)} {shlex.quote(src)} {shlex.quote(dst)}"
+
+
+def _derivable_fields(per_file: list[FileResult]) -> list[str]:
+    """The answer fields that can supply a missing ground truth, most lines first."""
+    counts: dict[str, int] = {}
+    for fr in per_file:
+        for pointer, n in fr.derivable.items():
+            counts[pointer] = counts.get(pointer, 0) + n
+    return sorted(counts, key=lambda p: -counts[p])
 
 
 def suggestions(per_file: list[FileResult], parquet: list[str]) -> list[Suggestion]:
@@ -129,6 +164,21 @@ def suggestions(per_file: list[FileResult], parquet: list[str]) -> list[Suggesti
                 explanation="Turns 72 / 72.0 into \"72\" and strips ',' '$' and spaces, the way the judger "
                 "normalises the model's answer; ground truths that are still not numbers are reported again.",
                 source=SRC_GSM8K,
+            )
+        )
+    derivable = _derivable_fields(per_file)
+    if derivable:
+        src = next(fr.path for fr in per_file if fr.derivable)
+        keys = json.dumps([p.strip("/").split("/") for p in derivable])
+        names = ", ".join(p.strip("/").replace("/", ".") for p in derivable)
+        out.append(
+            Suggestion(
+                title=f"Derive ground_truth from {names}",
+                command=_py_command(_DERIVE_GT_SCRIPT.replace("__FIELDS__", keys), src, _out_path(src, ".with_gt")),
+                explanation=f"Sets reward_model.ground_truth to the number after '#### ' in {names}, commas removed, "
+                "as XTuner's GSM8K converter derives it; lines that already have a ground truth are copied "
+                "unchanged. Not run by this tool: run it, then check the new file again.",
+                source="xtuner/v1/utils/convert_gsm8k.py:11-16,51",
             )
         )
     for pq in parquet[:1]:

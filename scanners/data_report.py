@@ -39,6 +39,16 @@ class LineExample(BaseModel):
     schema_error: str | None = Field(
         default=None, description="jsonschema's explanation against rl-sample.schema.json (JSON path: message)"
     )
+    count: int = Field(default=1, description="Lines with this same issue (numbers in the message ignored)")
+    lines: list[int] = Field(default_factory=list, description="The first (up to 10) of those line numbers")
+
+
+class DerivableGroundTruth(BaseModel):
+    """Lines without a ground truth whose answer field already holds it as GSM8K's '#### <n>'."""
+
+    lines: int = Field(description="Lines missing reward_model.ground_truth that a field can supply it for")
+    fields: dict[str, int] = Field(description="JSON pointer of the answer field -> lines")
+    first_lines: list[str] = Field(description="file:line of the first such lines")
 
 
 class PromptLength(BaseModel):
@@ -96,6 +106,7 @@ class DataReport:
     stats: DataStats
     findings: list[Finding]
     suggestions: list[Suggestion]
+    derivable: DerivableGroundTruth | None = None
 
 
 def build_report(
@@ -108,7 +119,10 @@ def build_report(
     invalid = sum(fr.invalid for fr in per_file)
     nbytes = sum(fr.bytes for fr in per_file)
     stats = data_stats(per_file)
+    derivable = derivable_ground_truth(per_file)
     findings = _findings(per_file, parquet, codes, first_locs, lines, stats, role)
+    if derivable:
+        findings = [_with_derivation(f, derivable) for f in findings]
 
     ok = not any(f.severity == "blocker" for f in findings)
     examples = _round_robin(examples)
@@ -126,8 +140,13 @@ def build_report(
 
     nfiles = len(per_file) + len(parquet)
     head = f"{valid}/{lines} lines valid in {nfiles} file(s) ({nbytes} bytes, judger={judger})"
+    summary = _summary(ok, head, codes, findings, invalid)
+    if derivable:
+        summary += (
+            f"; ground_truth derivable on {derivable.lines} line(s) from {_field_names(derivable)}: see suggestions"
+        )
     return DataReport(
-        summary=_summary(ok, head, codes, findings, invalid),
+        summary=summary,
         ok=ok,
         files_scanned=nfiles,
         lines=lines,
@@ -142,6 +161,39 @@ def build_report(
         stats=stats,
         findings=findings,
         suggestions=suggestions(per_file, parquet),
+        derivable=derivable,
+    )
+
+
+def derivable_ground_truth(per_file: list[FileResult]) -> DerivableGroundTruth | None:
+    """Where a missing ground truth can be taken from a '#### <n>' answer field, summed over the files."""
+    fields: dict[str, int] = {}
+    first: list[str] = []
+    for fr in per_file:
+        for pointer, n in fr.derivable.items():
+            fields[pointer] = fields.get(pointer, 0) + n
+        first.extend(f"{fr.path}:{i}" for i in fr.derivable_lines[: max(0, 5 - len(first))])
+    if not fields:
+        return None
+    return DerivableGroundTruth(lines=sum(fields.values()), fields=fields, first_lines=first)
+
+
+def _field_names(d: DerivableGroundTruth) -> str:
+    return ", ".join(p.lstrip("/").replace("/", ".") for p in sorted(d.fields, key=lambda p: -d.fields[p]))
+
+
+def _with_derivation(f: Finding, d: DerivableGroundTruth) -> Finding:
+    """A missing-ground-truth finding that says which field already holds the answer and how to derive it."""
+    if f.id not in ("data.missing_ground_truth", "data.missing_reward_model", "data.empty_ground_truth"):
+        return f
+    names = _field_names(d)
+    return f.model_copy(
+        update={
+            "evidence": f"{f.evidence}; {d.lines} of these lines hold the answer as '#### <n>' in {names}",
+            "fix": f"Derive reward_model.ground_truth from {names} the way XTuner's GSM8K converter does (the number "
+            "after '#### ', commas removed): run the 'Derive ground_truth' command in suggestions, then check the "
+            f"new file again. {f.fix}",
+        }
     )
 
 
@@ -157,9 +209,9 @@ def _codes_and_examples(
             codes[code] = codes.get(code, 0) + n
         for code, exs in fr.examples.items():
             locs = first_locs.setdefault(code, [])
+            nums = sorted({n for ex in exs for n in (ex.lines or [ex.line])})[: max(0, 3 - len(locs))]
+            locs.extend(f"{fr.path}:{n}" for n in nums)
             for ex in exs:
-                if len(locs) < 3:
-                    locs.append(f"{fr.path}:{ex.line}")
                 examples.append(
                     LineExample(
                         file=fr.path,
@@ -170,6 +222,8 @@ def _codes_and_examples(
                         message=ex.message,
                         excerpt=ex.excerpt,
                         schema_error=ex.schema_error,
+                        count=ex.count,
+                        lines=ex.lines or [ex.line],
                     )
                 )
     return codes, first_locs, examples

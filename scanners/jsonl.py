@@ -32,22 +32,39 @@ use: ``parallel`` over local worker processes, ``ray_scan`` over a Ray cluster).
 from __future__ import annotations
 
 import os
+import re
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 from .jsonl_blocks import LINE_DECODER, TypedLine, block_ok, decode_block, needs_precise, quick_ok
-from .jsonl_contract import BLOCKING
+from .jsonl_contract import BLOCKING, GT_MISSING_CODES, derivable_field
 from .jsonl_duplicates import HASH_DOMAIN, count_duplicates, main_domain
 from .jsonl_precise import NO_FINAL_NEWLINE, Issue, analyze_line, schema_explanation, slow_stats
-from .jsonl_results import DUP_HASH_CAP, Example, FileResult, RangeResult, ScanOptions, Stats, bump
+from .jsonl_results import (
+    DUP_HASH_CAP,
+    MAX_LINES_PER_EXAMPLE,
+    Example,
+    FileResult,
+    RangeResult,
+    ScanOptions,
+    Stats,
+    bump,
+)
 
 EXCERPT_CHARS = 160
 #: Bytes read per block; a line inside a block is never longer than a block, so blocks never exceed the line limit.
 BLOCK_BYTES = 1 << 20
 #: Range size for sequential in-process scans: keeps per-range buffers small whatever the file size.
 SEQUENTIAL_RANGE_BYTES = 64 << 20
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def example_key(ex: Example) -> tuple[str, str, str]:
+    """What makes two issues the same for collapsing: code, pointer and message with its numbers ignored."""
+    return ex.code, ex.pointer, _DIGITS.sub("#", ex.message)
+
 
 # --------------------------------------------------------------------------------------------------------
 # Range scanning
@@ -62,24 +79,42 @@ def _excerpt(raw: bytes) -> str:
 
 
 class _Acc:
-    """Accumulates one range's counts and examples."""
+    """Accumulates one range's counts and examples; identical issues share one example (``opts.collapse``)."""
 
     def __init__(self, res: RangeResult, opts: ScanOptions) -> None:
         self.res = res
         self.opts = opts
+        self.same: dict[tuple[str, str, str], Example] = {}
 
     def add(self, idx: int, raw: bytes, issues: list[Issue], obj: Any = None, schema: bool = False) -> None:
         res = self.res
-        blocked = False
+        blocked = no_gt = False
         for code, pointer, message in issues:
             res.codes[code] = res.codes.get(code, 0) + 1
             blocked = blocked or code in BLOCKING
+            no_gt = no_gt or code in GT_MISSING_CODES
+            key = (code, pointer, _DIGITS.sub("#", message)) if self.opts.collapse else None
+            same = self.same.get(key) if key else None
+            if same is not None:
+                same.count += 1
+                if len(same.lines) < MAX_LINES_PER_EXAMPLE:
+                    same.lines.append(idx)
+                continue
             bucket = res.examples.setdefault(code, [])
             if len(bucket) < self.opts.max_examples_per_code:
                 schema_error = None
                 if schema and code in BLOCKING:
                     schema_error = schema_explanation(obj, self.opts.judger)
-                bucket.append(Example(idx, code, pointer, message, _excerpt(raw), schema_error))
+                ex = Example(idx, code, pointer, message, _excerpt(raw), schema_error, 1, [idx])
+                bucket.append(ex)
+                if key:
+                    self.same[key] = ex
+        if no_gt and isinstance(obj, dict):
+            pointer = derivable_field(obj)
+            if pointer:
+                res.derivable[pointer] = res.derivable.get(pointer, 0) + 1
+                if len(res.derivable_lines) < MAX_LINES_PER_EXAMPLE:
+                    res.derivable_lines.append(idx)
         if blocked:
             res.invalid += 1
         else:
@@ -274,6 +309,7 @@ def merge_ranges(path: str, parts: list[RangeResult], opts: ScanOptions) -> File
         out.error = errors[0]
     kept = 0
     kept_all = True
+    same: dict[tuple[str, str, str], Example] = {}
     out.hash_domain = main_domain((p.hash_domain, p.hashed) for p in parts)
     for part in parts:
         base = out.lines + 1
@@ -283,12 +319,11 @@ def merge_ranges(path: str, parts: list[RangeResult], opts: ScanOptions) -> File
         out.bytes += part.bytes
         for code, n in part.codes.items():
             out.codes[code] = out.codes.get(code, 0) + n
-        for code, exs in part.examples.items():
-            bucket = out.examples.setdefault(code, [])
-            for ex in exs:
-                if len(bucket) >= opts.max_examples_per_code:
-                    break
-                bucket.append(replace(ex, line=ex.line + base))
+        _merge_examples(out, part, base, opts, same)
+        for pointer, n in part.derivable.items():
+            out.derivable[pointer] = out.derivable.get(pointer, 0) + n
+        room = MAX_LINES_PER_EXAMPLE - len(out.derivable_lines)
+        out.derivable_lines.extend(i + base for i in part.derivable_lines[: max(0, room)])
         # duplicates are checked on a prefix of whole ranges that fits the cap, among ranges hashed alike
         kept_all = kept_all and kept + part.hashed <= DUP_HASH_CAP
         if kept_all and part.hashed and part.hash_domain == out.hash_domain:
@@ -301,6 +336,25 @@ def merge_ranges(path: str, parts: list[RangeResult], opts: ScanOptions) -> File
     out.duplicate_checked = kept
     out.duplicate_prompts = out.duplicates_within + count_duplicates(out.hash_arrays)
     return out
+
+
+def _merge_examples(
+    out: FileResult, part: RangeResult, base: int, opts: ScanOptions, same: dict[tuple[str, str, str], Example]
+) -> None:
+    """Add a range's examples with file line numbers; an issue already shown by an earlier range adds its count."""
+    for code, exs in part.examples.items():
+        bucket = out.examples.setdefault(code, [])
+        for ex in exs:
+            lines = [i + base for i in (ex.lines or [ex.line])]
+            key = example_key(ex) if opts.collapse else None
+            first = same.get(key) if key else None
+            if first is not None:
+                first.count += ex.count
+                first.lines.extend(lines[: max(0, MAX_LINES_PER_EXAMPLE - len(first.lines))])
+            elif len(bucket) < opts.max_examples_per_code:
+                bucket.append(replace(ex, line=ex.line + base, lines=lines))
+                if key:
+                    same[key] = bucket[-1]
 
 
 def merge_stats(parts: Iterable[Stats]) -> Stats:

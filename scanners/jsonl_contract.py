@@ -63,6 +63,31 @@ GSM8K_GT_RE = re.compile(r"-?[0-9.]*[0-9][0-9.]*")
 GSM8K_CANONICAL_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?")
 DAPO_ANSWER_RE = re.compile(r"(?i)answer\s*:")
 
+#: The final answer in a GSM8K solution text, the way XTuner's converter takes it (convert_gsm8k.py:11-16).
+GSM8K_ANSWER_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
+#: Codes of a line without a usable ground truth, and the fields (JSON pointer, key path) a GSM8K-style
+#: ``#### <n>`` solution can be read from to derive it.
+GT_MISSING_CODES = frozenset({"missing_reward_model", "missing_ground_truth", "empty_ground_truth"})
+DERIVABLE_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("/extra_info/answer", ("extra_info", "answer")),
+    ("/answer", ("answer",)),
+    ("/extra_info/solution", ("extra_info", "solution")),
+    ("/solution", ("solution",)),
+)
+
+
+def derivable_field(obj: dict) -> str | None:
+    """The pointer of the first field holding a ``#### <n>`` answer a GSM8K ground truth can be taken from."""
+    for pointer, keys in DERIVABLE_FIELDS:
+        value: Any = obj
+        for k in keys:
+            value = value.get(k) if isinstance(value, dict) else None
+        if isinstance(value, str) and "####" in value:
+            m = GSM8K_ANSWER_RE.search(value)
+            if m and GSM8K_GT_RE.fullmatch(m.group(1).replace(",", "")):
+                return pointer
+    return None
+
 
 def type_name(value: Any) -> str:
     if value is None:

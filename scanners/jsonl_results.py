@@ -12,6 +12,8 @@ DEFAULT_MAX_LINE_BYTES = 1 << 20
 #: Distinct keys kept per counter (data_source, roles); the rest are summed under OTHER.
 MAX_COUNTER_KEYS = 200
 OTHER = "<other>"
+#: Line numbers kept per collapsed example and per derivable-ground-truth field.
+MAX_LINES_PER_EXAMPLE = 10
 #: Prompt hashes kept for duplicate detection (8 bytes each): beyond this, duplicates are checked on a prefix.
 DUP_HASH_CAP = 4_000_000
 
@@ -21,6 +23,8 @@ class ScanOptions:
     judger: str = "auto"
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     max_examples_per_code: int = 20
+    #: identical issues (same code, pointer and message, digits ignored) share one example with a count
+    collapse: bool = True
 
 
 @dataclass
@@ -31,6 +35,9 @@ class Example:
     message: str
     excerpt: str
     schema_error: str | None = None
+    #: lines with this same issue (collapsed), and the first of their line numbers (this example's first)
+    count: int = 1
+    lines: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -65,6 +72,9 @@ class RangeResult:
     #: prompts hashed in the range, and how many of them repeat an earlier prompt of the same range
     hashed: int = 0
     duplicates_within: int = 0
+    #: lines missing a ground truth that a field's '#### <n>' answer could supply: pointer -> count, first indexes
+    derivable: dict[str, int] = field(default_factory=dict)
+    derivable_lines: list[int] = field(default_factory=list)
     error: str | None = None  # the range could not be read (e.g. a Ray worker without the file)
 
 
@@ -84,6 +94,8 @@ class FileResult:
     hash_arrays: list[array] = field(default_factory=list, repr=False)
     hash_domain: int = 0
     duplicates_within: int = 0
+    derivable: dict[str, int] = field(default_factory=dict)
+    derivable_lines: list[int] = field(default_factory=list)
     error: str | None = None
 
 

@@ -184,18 +184,86 @@ def test_hostile_lines_are_reported_not_crashing(tmp_path, data):
 
 
 def test_examples_are_capped_and_spread_over_codes(tmp_path):
-    data = line(good(reward_model={"style": "rule"})) * 60 + b"{bad\n" * 3 + line(gt("72.0"))
+    distinct = b"".join(line(gt(f"bad {chr(97 + i // 26)}{chr(97 + i % 26)}")) for i in range(60))
+    data = distinct + b"{bad\n" * 3 + line(gt("72.0"))
     r = check(tmp_path, data, max_examples_per_code=100)
-    assert len(r.examples) == 50 and r.examples_omitted == 64 - 50
+    assert len(r.examples) == 50 and r.examples_omitted == 62 - 50
     assert [e.code for e in r.examples[:3]] == [
-        "missing_ground_truth",
+        "gsm8k_ground_truth_format",
         "invalid_json",
         "gsm8k_ground_truth_noncanonical",
     ]
-    assert sum(e.code == "invalid_json" for e in r.examples) == 3
+    bad_json = [e for e in r.examples if e.code == "invalid_json"]
+    assert len(bad_json) == 1 and bad_json[0].count == 3 and bad_json[0].lines == [61, 62, 63]
     full = check(tmp_path, data, max_examples_per_code=100, detail="full")
-    assert len(full.examples) == 64 and full.examples_omitted == 0
+    assert len(full.examples) == 62 and full.examples_omitted == 0
     assert check(tmp_path, data, detail="summary").examples == []
+
+
+def test_identical_errors_collapse_into_one_example_with_a_count(tmp_path):
+    no_gt = line(good(reward_model={"style": "rule"}))
+    r = check(tmp_path, no_gt * 200 + GOOD)
+    assert r.errors_by_code == {"missing_ground_truth": 200}
+    (ex,) = r.examples
+    assert (ex.code, ex.count, ex.line) == ("missing_ground_truth", 200, 1)
+    assert ex.lines == list(range(1, 11))
+    assert r.examples_omitted == 0 and len(r.model_dump_json()) < 5_000
+    # numbers in the message do not make an issue distinct; other values do
+    r = check(tmp_path, line(gt(72)) + line(gt(18)) + line(gt(True)))
+    counts = sorted((e.message.split("(")[0], e.count) for e in r.examples)
+    assert counts == [("ground_truth is a JSON boolean ", 1), ("ground_truth is a JSON integer ", 2)]
+
+
+def test_collapsing_holds_across_ranges(tmp_path):
+    no_gt = line(good(reward_model={"style": "rule"}))
+    p = tmp_path / "d.jsonl"
+    p.write_bytes(no_gt * 50)
+    opts = ScanOptions()
+    parts = [jsonl_scan.scan_range(str(p), s, e, opts) for s, e in jsonl_scan.plan_ranges(p.stat().st_size, 997)]
+    merged = jsonl_scan.merge_ranges(str(p), parts, opts)
+    (ex,) = merged.examples["missing_ground_truth"]
+    assert ex.count == 50 and ex.lines == list(range(1, 11))
+    plain = jsonl_scan.scan_file(str(p), ScanOptions(collapse=False))
+    assert len(plain.examples["missing_ground_truth"]) == 20
+
+
+def _gsm8k_without_gt(i: int, where: str) -> dict:
+    rec = good(reward_model=DROP) if i % 2 else good(reward_model={"style": "rule"})
+    solution = f"She sold 48/2 = 24 clips in May.\n#### {1000 + i:,}"
+    if where == "extra_info":
+        rec["extra_info"] = {"split": "train", "index": i, "answer": solution}
+    else:
+        rec["answer"] = solution
+    return rec
+
+
+def test_derivable_ground_truth_is_reported_with_a_command_that_works(tmp_path):
+    rows = [_gsm8k_without_gt(i, "extra_info") for i in range(30)] + [_gsm8k_without_gt(30, "top")]
+    rows.append(good(reward_model={"style": "rule"}, extra_info={"answer": "no final number"}))
+    r = check(tmp_path, b"".join(line(x) for x in rows) + GOOD)
+    assert not r.ok and r.invalid == 32
+    d = r.derivable_ground_truth
+    assert d is not None and d.lines == 31 and d.fields == {"/extra_info/answer": 30, "/answer": 1}
+    assert d.first_lines[0].endswith("data.jsonl:1")
+    assert "ground_truth derivable on 31 line(s) from extra_info.answer, answer" in r.summary
+    finding = next(f for f in r.findings if f.id == "data.missing_ground_truth")
+    assert "extra_info.answer" in finding.evidence and "Derive reward_model.ground_truth" in finding.fix
+    sug = next(s for s in r.suggestions if s.title.startswith("Derive ground_truth"))
+    assert sug.source and sug.source.startswith("xtuner/v1/utils/convert_gsm8k.py")
+    out = tmp_path / "data.with_gt.jsonl"
+    assert not out.exists()  # the tool never runs it
+    subprocess.run(sug.command, shell=True, check=True, cwd=tmp_path)
+    fixed = check(tmp_path, out.read_bytes(), name="fixed.jsonl")
+    assert fixed.errors_by_code == {"missing_ground_truth": 1} and fixed.invalid == 1
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["reward_model"]["ground_truth"] == "1000"
+
+
+def test_ground_truth_is_not_called_derivable_without_a_final_answer(tmp_path):
+    rows = [good(reward_model={"style": "rule"}, extra_info={"answer": a}) for a in ("#### x", "42", "#### ,")]
+    r = check(tmp_path, b"".join(line(x) for x in rows))
+    assert r.derivable_ground_truth is None and "derivable" not in r.summary
+    assert not any(s.title.startswith("Derive") for s in r.suggestions)
 
 
 @pytest.mark.parametrize(

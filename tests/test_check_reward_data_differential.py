@@ -52,7 +52,7 @@ def reference_verdicts(data: bytes, judger: str) -> list[bool]:
 
 
 def tool_verdicts(path: Path, judger: str) -> list[bool]:
-    opts = ScanOptions(judger=judger, max_examples_per_code=1_000_000)
+    opts = ScanOptions(judger=judger, max_examples_per_code=1_000_000, collapse=False)  # one example per line
     fr = jsonl_scan.scan_file(str(path), opts)
     bad = {e.line for code, exs in fr.examples.items() if code in BLOCKING for e in exs}
     assert fr.invalid == len(bad)

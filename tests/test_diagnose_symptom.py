@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
+from xtuner_rl_mcp.core import Finding, PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.diagnosis.log_lines import clean_line
+from xtuner_rl_mcp.diagnosis.probe_judging import judge_probes
+from xtuner_rl_mcp.diagnosis.ranking import choose_verdict
+from xtuner_rl_mcp.diagnosis.report_values import report_values
+from xtuner_rl_mcp.knowledge.catalog import load_catalog
 from xtuner_rl_mcp.tools.diagnose_symptom import Params, run
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "logs"
@@ -1552,6 +1556,115 @@ def test_probe_confirms_missing_ground_truth(tmp_path):
     probe = next(p for p in res.probes if p.tool == "check_reward_data")
     assert probe.status == "ok"
     assert "reward_missing_ground_truth" in probe.confirms
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("在 2 × 8 GPUs 的集群上 placement group 一直 pending", {"nodes": 2, "gpus_per_node": 8}),
+        ("2x8 A100, Qwen3-8B with LMDeploy", {"nodes": 2, "gpus_per_node": 8, "params_b": 8, "backend": "lmdeploy"}),
+        ("70B on 2 nodes x 8 GPUs", {"nodes": 2, "gpus_per_node": 8, "params_b": 70}),
+        ("2机16卡 sglang 30B-A3B", {"nodes": 2, "gpus_per_node": 8, "params_b": 30, "backend": "sglang"}),
+        ("两台 8 卡机器", {"nodes": 2, "gpus_per_node": 8}),
+        ("Qwen2.5-7B-Instruct 单机8卡", {"nodes": 1, "gpus_per_node": 8, "params_b": 7}),
+        ("ray start on 3 nodes, 8 GPUs per node", {"nodes": 3, "gpus_per_node": 8}),
+        ("my run on 8 GPUs hangs at step 12, 80GB each", {}),
+        ("lmdeploy or vllm?", {}),
+    ],
+)
+def test_report_values(text, expected):
+    assert report_values(text) == expected
+
+
+def test_values_named_in_the_report_fill_confirm_with():
+    res = _diag("2 × 8 GPUs 的集群上 placement group 一直 pending，训练卡住不动，用的 Qwen3-8B")
+    pg = next(d for d in res.findings if d.failure_mode_id == "placement_group_pending")
+    call = next(c for c in pg.confirm_with if c.tool == "choose_topology")
+    assert call.arguments == {"nodes": 2, "gpus_per_node": 8, "params_b": 8} and call.missing == []
+    # without the numbers, nodes stays a missing argument
+    res = _diag("placement group 一直 pending，训练卡住不动")
+    pg = next(d for d in res.findings if d.failure_mode_id == "placement_group_pending")
+    assert next(c for c in pg.confirm_with if c.tool == "choose_topology").missing == ["nodes"]
+
+
+def _probe_finding(fid: str, category: str, title: str, severity: str = "blocker") -> Finding:
+    return Finding(id=fid, severity=severity, category=category, title=title, evidence="seen live", fix="do it")
+
+
+def test_probe_blockers_decide_when_the_report_names_no_failure():
+    catalog = load_catalog()
+    probed = [
+        ("probe_environment", _probe_finding("probe.backend_flag_missing", "backend_flag_missing_or_multiple", "x")),
+        ("probe_environment", _probe_finding("probe.env_unset.WORK_DIR", "missing_env_var_or_path", "w", "warning")),
+    ]
+    out = judge_probes(catalog, [], probed, {}, "how do I launch this")
+    assert [(d.failure_mode_id, d.match, d.severity) for d in out] == [("backend_flag_missing", "probe", "blocker")]
+    assert out[0].evidence[0].source == "probe:probe_environment" and out[0].evidence[0].kind == "probe"
+    assert out[0].fix == ["do it"] and "live check" in out[0].cause
+    assert choose_verdict(out) == "blocker_found_by_probe"
+
+
+def test_probe_blocker_confirms_a_suspected_cause_and_leads():
+    catalog = load_catalog()
+    res = _diag("reward stays 0 for every step and the accuracy never moves")
+    assert res.verdict == "suspected_from_description"
+    gt = ("check_reward_data", _probe_finding("data.missing_ground_truth", "reward_data_missing_ground_truth", "g"))
+    out = judge_probes(catalog, list(res.findings), [gt], {}, "")
+    assert out[0].failure_mode_id == "reward_missing_ground_truth" and out[0].match == "probe"
+    assert choose_verdict(out) == "blocker_found_by_probe"
+
+
+def test_probe_blocker_the_run_got_past_is_not_its_cause():
+    catalog = load_catalog()
+    res = _diag("reward stays 0 for every step and the accuracy never moves")
+    flag = ("probe_environment", _probe_finding("probe.backend_flag_missing", "backend_flag_missing_or_multiple", "f"))
+    out = judge_probes(catalog, list(res.findings), [flag], {}, "")
+    d = next(d for d in out if d.failure_mode_id == "backend_flag_missing")
+    assert d.severity == "warning" and "got past config_load" in d.cause
+    assert out[0].failure_mode_id != "backend_flag_missing"
+    assert choose_verdict(out) == "suspected_from_description"
+
+
+def test_stopped_cluster_after_a_crash_is_xtuners_cleanup():
+    catalog = load_catalog()
+    down = ("probe_environment", _probe_finding("probe.ray_not_running", "ray_not_running", "No running Ray cluster"))
+    crashed = _diag(next(c for c in CASES if c.name == "prompt_missing").text)
+    out = judge_probes(catalog, list(crashed.findings), [down], {}, "")
+    d = next(d for d in out if d.failure_mode_id == "ray_not_running")
+    assert d.severity == "info" and "exit handler" in d.cause
+    assert "xtuner/v1/rl/utils/ray_utils.py:117-156" in d.source and out[0].failure_mode_id != "ray_not_running"
+    assert choose_verdict(out) == "failure_found"
+    # a report about reaching Ray keeps it a blocker
+    ray = _diag(next(c for c in CASES if c.name == "ray_not_started").text)
+    out = judge_probes(catalog, list(ray.findings), [down], {}, "")
+    assert out[0].failure_mode_id == "ray_not_running" and out[0].severity == "blocker"
+    # "my run died" with nothing matched: the stop is cleanup too
+    out = judge_probes(catalog, [], [down], {}, "my run died overnight")
+    assert out[0].severity == "info"
+
+
+def test_log_ray_not_running_next_to_another_failure_ranks_after_it():
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB"
+    again = "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to."
+    res = _diag(oom + "\n" + again + "\n")
+    ids = [d.failure_mode_id for d in res.findings]
+    assert ids.index("cuda_out_of_memory") < ids.index("ray_not_running")
+    d = res.findings[ids.index("ray_not_running")]
+    assert "exit handler" in d.cause and "xtuner/v1/train/cli/rl.py:69-71" in d.source
+    assert res.verdict == "failure_found" and res.summary.startswith("Most likely cause: cuda_out_of_memory")
+
+
+def test_run_probes_with_data_judges_text_and_probe_together(tmp_path):
+    data = tmp_path / "train.jsonl"
+    rows = [{"prompt": [{"role": "user", "content": f"{i}+1? ####"}], "data_source": "openai/gsm8k"} for i in range(3)]
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    ctx = RunContext(paths=PathPolicy.from_strings([tmp_path]), environ={"XTUNER_USE_LMDEPLOY": "1"})
+    res = run(Params(text="reward stays 0 for every step", data_path=str(data), run_probes=True), ctx)
+    top = res.findings[0]
+    assert top.failure_mode_id == "reward_missing_ground_truth" and top.match == "probe"
+    assert any(e.source == "probe:check_reward_data" for e in top.evidence)
+    assert res.verdict == "blocker_found_by_probe"
+    assert res.summary.startswith("Live check found a blocker: reward_missing_ground_truth")
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -28,7 +28,14 @@ from ..core import (
 )
 from ..scanners.data_files import glob_base, is_parquet, resolve_files
 from ..scanners.data_fixes import Suggestion
-from ..scanners.data_report import DataReport, DataStats, FileReport, LineExample, build_report
+from ..scanners.data_report import (
+    DataReport,
+    DataStats,
+    DerivableGroundTruth,
+    FileReport,
+    LineExample,
+    build_report,
+)
 from ..scanners.jsonl_results import ScanOptions
 from ..scanners.parallel import PARALLEL_MIN_BYTES, merge_by_file, plan_tasks, scan_local
 from ..scanners.ray_scan import scan_ray
@@ -59,7 +66,7 @@ class Params(BaseModel):
         "hiyouga/geometry3k -> geo3k, anything else generic).",
     )
     max_examples_per_code: int = Field(
-        default=20, ge=0, le=1000, description="Offending lines listed per error code (file, line, pointer, excerpt)."
+        default=20, ge=0, le=1000, description="Distinct issues listed per error code (identical ones counted)."
     )
     max_line_bytes: int = Field(
         default=1 << 20,
@@ -85,7 +92,7 @@ class Params(BaseModel):
     detail: Detail = Field(
         default="normal",
         description="summary: counts and findings only; normal: up to 50 examples, spread over the codes; full: every "
-        "example kept (max_examples_per_code per code).",
+        "example kept (max_examples_per_code distinct issues per code; identical ones are counted, not repeated).",
     )
 
 
@@ -109,14 +116,17 @@ class Result(ToolResult):
     stats: DataStats
     findings: list[Finding]
     suggestions: list[Suggestion]
+    derivable_ground_truth: DerivableGroundTruth | None = Field(
+        default=None, description="Lines missing ground_truth whose answer field holds it as '#### <n>'"
+    )
 
 
 DESCRIPTION = """\
 Validate XTuner V1 RL training/eval JSONL data against the line contract (prompt, data_source, \
 reward_model.ground_truth, extra_info) and the chosen judger's rules (GSM8K string ground truth that can match, \
 '####' instruction, ...), streaming, with line numbers, JSON pointers, per-code counts, data statistics and the exact \
-conversion command for raw GSM8K or chat 'messages' files. Uses both cores for big files; engine='ray' spreads the \
-work over an existing Ray cluster.
+conversion command (never run) for raw GSM8K or chat 'messages' files or a ground truth derivable from a \
+'#### <n>' answer field; identical errors are one example with a count. engine='ray' uses an existing Ray cluster.
 Use when: before launching a run, or when a run failed with KeyError: 'prompt', 'data_source is required in item' or \
 'RolloutState must have reward_model with ground_truth'; on a file, a directory or a glob of .jsonl.
 Not for: Python config files (use inspect_config) or logs of a failed run (use diagnose_symptom)."""
@@ -181,6 +191,7 @@ def _result(params: Params, report: DataReport, engine: str, workers: int, secon
         stats=report.stats,
         findings=report.findings,
         suggestions=report.suggestions,
+        derivable_ground_truth=report.derivable,
     )
 
 

@@ -29,7 +29,9 @@ from ..diagnosis import log_scanner
 from ..diagnosis.descriptions import described_lines, is_log, match_description, related_entries
 from ..diagnosis.log_scanner import Scanner
 from ..diagnosis.models import Diagnosis
+from ..diagnosis.probe_judging import judge_probes, note_cleanup_after_failure
 from ..diagnosis.ranking import Verdict, choose_verdict, rank, separating_questions, with_descriptions
+from ..diagnosis.report_values import report_values
 from ..diagnosis.sources import (
     MAX_DIR_DEPTH,
     MAX_FILE_BYTES,
@@ -39,6 +41,7 @@ from ..diagnosis.sources import (
     file_chunks,
     text_chunks,
 )
+from ..diagnosis.summary import summarize
 from ..knowledge.catalog import load_catalog
 from . import check_reward_data, inspect_config, probe_environment
 
@@ -124,7 +127,8 @@ class Scanned(BaseModel):
 
 class Result(ToolResult):
     verdict: Verdict = Field(
-        description="failure_found: an exact error message of a blocker matched; hang_suspected: only stall signals; "
+        description="failure_found: an exact error message of a blocker matched; blocker_found_by_probe: no exact "
+        "message of a blocker, but a live check (run_probes) found one; hang_suspected: only stall signals; "
         "warnings_only; suspected_from_description: no exact message, candidates ranked from the wording (confirm "
         "with look_for and questions); no_known_failure: nothing matched (common causes listed, see "
         "unrecognized_errors)"
@@ -301,13 +305,10 @@ def run(params: Params, ctx: RunContext) -> Result:
     files, omitted_files = _log_files(params, ctx)
     scanner, scanned = _scan(params, ctx, files, omitted_files)
     hints = scanner.backend_hints
-    values = {
-        "data_path": params.data_path,
-        "config_path": params.config_path,
-        "log_path": params.log_path,
-        "backend": max(hints, key=lambda k: hints[k]) if hints else None,
-        "nodes": None,
-    }
+    values: dict[str, Any] = {"nodes": None, **report_values(params.text)}
+    values.update(data_path=params.data_path, config_path=params.config_path, log_path=params.log_path)
+    if hints:
+        values["backend"] = max(hints, key=lambda k: hints[k])
     catalog = load_catalog()
     described = described_lines(params.text) if params.text else []
     described += [(n, t) for src, n, t, _c in scanner.unrecognized.values() if src != "text"]
@@ -319,6 +320,10 @@ def run(params: Params, ctx: RunContext) -> Result:
         related_entries(catalog, described, from_log=bool(files) or is_log(params.text or "")),
         described,
     )
+    note_cleanup_after_failure(diagnosed)
+    probes = _probes(params, ctx, diagnosed[: params.max_findings])
+    probed = [(p.tool, f) for p in probes if p.status == "ok" for f in p.findings]
+    diagnosed = judge_probes(catalog, diagnosed, probed, values, params.text or "")
     shown = diagnosed[: params.max_findings]
     unrec_all = sorted(scanner.unrecognized.values(), key=lambda it: (it[0] != "text", it[1]))
     unrec = [
@@ -327,16 +332,16 @@ def run(params: Params, ctx: RunContext) -> Result:
     ]
     verdict = choose_verdict(shown)
     return Result(
-        summary=_summary(verdict, shown, len(diagnosed), scanner, len(unrec_all)),
+        summary=summarize(verdict, shown, len(diagnosed), scanner, len(unrec_all)),
         verdict=verdict,
         findings=shown,
         findings_omitted=len(diagnosed) - len(shown),
         unrecognized_errors=unrec,
         unrecognized_errors_omitted=max(0, len(unrec_all) - len(unrec)),
         questions=separating_questions(catalog, shown, values)
-        if verdict in ("suspected_from_description", "no_known_failure")
+        if verdict in ("suspected_from_description", "no_known_failure", "blocker_found_by_probe")
         else [],
-        probes=_probes(params, ctx, shown),
+        probes=probes,
         route=_routes(shown, scanner),
         scanned=scanned,
     )
@@ -356,25 +361,6 @@ def _routes(shown: list[Diagnosis], scanner: Scanner) -> list[Route]:
     for area in scanner.routes:
         areas.setdefault(area, [])
     return [Route(area=a, reason=reasons[a], failure_mode_ids=ids) for a, ids in areas.items()]  # type: ignore[arg-type]
-
-
-def _summary(verdict: str, shown: list[Diagnosis], total: int, scanner: Scanner, unrec: int) -> str:
-    tail = f"scanned {scanner.lines:,} lines"
-    if unrec:
-        tail = f"{unrec} unrecognized error line(s); " + tail
-    if verdict == "no_known_failure":
-        return f"No known XTuner RL failure matched; see questions for what to look for; {tail}."
-    if verdict == "suspected_from_description":
-        ids = ", ".join(f"{d.failure_mode_id} ({d.confidence:.2f})" for d in shown[:3])
-        return f"No exact error message matched; suspected from the description: {ids} — confirm with look_for; {tail}."
-    top = shown[0]
-    lead = {
-        "failure_found": "Most likely cause",
-        "hang_suspected": "Run looks stuck",
-        "warnings_only": "No fatal error; top warning",
-    }[verdict]
-    more = f"; {total - 1} more finding(s)" if total > 1 else ""
-    return f"{lead}: {top.failure_mode_id} ({top.confidence:.2f}) — {top.title}{more}; {tail}."
 
 
 DESCRIPTION = """\
