@@ -378,6 +378,14 @@ def _render_call(call: ToolCall) -> str:
     return f"`{call.tool}({json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)})`"
 
 
+def _described_as(phrases: list[str], limit: int = 8) -> str:
+    """A few of the entry's phrases, English first then Chinese, as a reader would search for them."""
+    zh = [p for p in phrases if any("\u4e00" <= ch <= "\u9fff" for ch in p)]
+    en = [p for p in phrases if p not in zh]
+    picked = en[: limit - min(3, len(zh))] + zh[:3]
+    return ", ".join(f"“{_md(p)}”" for p in picked)
+
+
 def render_troubleshooting(catalog: Catalog | None = None) -> str:
     """Markdown troubleshooting guide generated from the catalog: one ``###`` section per entry, by category."""
     cat = catalog or load_catalog()
@@ -388,7 +396,8 @@ def render_troubleshooting(catalog: Catalog | None = None) -> str:
         "",
         "Each section is one entry of the failure-mode catalog (resource `xtuner-rl://failure-modes/<id>`); the",
         "section anchor is the entry id. Sources are `path:line` in InternLM/xtuner at commit b934f46.",
-        "The `diagnose_symptom` tool matches logs and tracebacks against these entries.",
+        "The `diagnose_symptom` tool matches logs and tracebacks against these entries, and descriptions in words",
+        "(English or Chinese, other stacks' wording) against the phrases each entry lists.",
         "",
     ]
     for category in CATEGORIES:
@@ -403,6 +412,8 @@ def render_troubleshooting(catalog: Catalog | None = None) -> str:
             out += [f'<a id="{fm.id}"></a>', "", f"### {fm.id}", "", head]
             out += ["", "What you see:", ""]
             out += [f"- `{_code(ex)}`" for ex in fm.examples]
+            if fm.phrases:
+                out += ["", "How it is often described: " + _described_as(fm.phrases)]
             out += ["", f"Cause: {_md(fm.cause)}", "", "Fix:", ""]
             out += [f"{i}. {_md(step)}" for i, step in enumerate(fm.fix, 1)]
             if fm.confirm_with:
