@@ -59,11 +59,17 @@ class FitReport(BaseModel):
     rows: list[rr.FitRow] = Field(default_factory=list)
     min_cluster_cpus: float | None = None
     min_cluster_memory_gib: float | None = None
+    accelerator: str = "GPU"
+    accelerators_needed: float | None = None
+    cluster_available: dict[str, float] = Field(
+        default_factory=dict, description="What the cluster had available (accelerator, CPU, memory in GiB)"
+    )
     note: str = ""
 
 
-def evaluate_fit(expected: Expected, snap: RaySnapshot | None) -> FitReport:
-    """XTuner's resource checks (resource_rules) against what the cluster has available now."""
+def requirements(expected: Expected) -> rr.RayRequirements:
+    """What a run shape asks of Ray (accelerators, CPUs, memory, in XTuner's check order): shared with the launch plan,
+    whose ``ray start --num-cpus/--memory`` must offer at least ``min_cluster_cpus`` / ``min_cluster_memory_bytes``."""
     groups = [
         rr.accelerator_pg_requirements(
             expected.num_workers,
@@ -89,9 +95,48 @@ def evaluate_fit(expected: Expected, snap: RaySnapshot | None) -> FitReport:
         rr.external_pool(p.name, p.num_workers, p.num_cpus_per_worker, p.cpu_memory_per_worker)
         for p in expected.external_pools
     ]
-    req = rr.ray_requirements(groups, pools)
+    return rr.ray_requirements(groups, pools)
+
+
+class RayNeed(BaseModel):
+    """What a config asks of Ray: `ray start` must offer at least this (CPUs and memory are logical)."""
+
+    accelerator: str = "GPU"
+    accelerators: float
+    cpus: float = Field(description="Smallest idle-cluster CPU total passing XTuner's checks")
+    memory_gib: float = Field(description="Smallest idle-cluster Ray memory passing XTuner's checks, GiB")
+    memory_bytes: int
+
+    def text(self) -> str:
+        return (
+            f"The config needs Ray to offer {self.accelerators:g} {self.accelerator}, {self.cpus:g} CPUs and "
+            f"{self.memory_gib:g} GiB memory (XTuner's placement-group checks, idle cluster)."
+        )
+
+
+def ray_need(expected: Expected | None) -> RayNeed | None:
+    """The numbers a launch plan's ``ray start --num-cpus/--memory/--num-gpus`` (summed over nodes) must reach."""
+    if expected is None:
+        return None
+    req = requirements(expected)
+    return RayNeed(
+        accelerator=expected.accelerator,
+        accelerators=req.accelerators_total,
+        cpus=req.min_cluster_cpus,
+        memory_gib=req.min_cluster_memory_gib,
+        memory_bytes=req.min_cluster_memory_bytes,
+    )
+
+
+def evaluate_fit(expected: Expected, snap: RaySnapshot | None) -> FitReport:
+    """XTuner's resource checks (resource_rules) against what the cluster has available now."""
+    req = requirements(expected)
     report = FitReport(
-        ok=None, min_cluster_cpus=req.min_cluster_cpus, min_cluster_memory_gib=req.min_cluster_memory_gib
+        ok=None,
+        min_cluster_cpus=req.min_cluster_cpus,
+        min_cluster_memory_gib=req.min_cluster_memory_gib,
+        accelerator=expected.accelerator,
+        accelerators_needed=req.accelerators_total,
     )
     if snap is None or not snap.reachable or snap.auth_required or not snap.total:
         report.note = "no readable Ray cluster: only the minimum idle-cluster figures are given"
@@ -119,6 +164,11 @@ def evaluate_fit(expected: Expected, snap: RaySnapshot | None) -> FitReport:
             for n in snap.nodes
         ],
     )
+    report.cluster_available = {
+        acc: cluster.accelerators_available,
+        "CPU": cluster.cpus_available,
+        "memory_gib": round(cluster.memory_available_bytes / GIB, 1),
+    }
     report.rows = rr.check_fit(req, cluster)
     report.ok = rr.fits(report.rows)
     report.note = (
@@ -126,6 +176,19 @@ def evaluate_fit(expected: Expected, snap: RaySnapshot | None) -> FitReport:
         "external-pool and per-node rows use totals minus what the new groups reserve"
     )
     return report
+
+
+def fit_headline(fit: FitReport) -> str:
+    """The fit in one clause: what the run needs from Ray and, when a cluster was read, what it has."""
+    need = (
+        f"needs {fit.accelerators_needed or 0:g} {fit.accelerator}, {fit.min_cluster_cpus or 0:g} CPUs, "
+        f"{fit.min_cluster_memory_gib or 0:g} GiB Ray memory"
+    )
+    if fit.ok is None:
+        return f"fit unknown ({need}; no readable cluster)"
+    a = fit.cluster_available
+    has = f"cluster has {a.get(fit.accelerator, 0):g} {fit.accelerator}, {a.get('CPU', 0):g} CPUs, {a.get('memory_gib', 0):g} GiB available"
+    return f"fit {'ok' if fit.ok else 'FAILS'}: {need}; {has}"
 
 
 def fit_findings(fit: FitReport) -> list[Finding]:

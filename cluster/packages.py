@@ -1,19 +1,22 @@
-"""What this server's Python and PATH have installed for XTuner RL: packages found through their metadata and
-module specs (never imported), binaries on PATH, and what is missing for the backend and tracing a run asks for."""
+"""What a Python environment and PATH have installed for XTuner RL: packages found through their metadata and
+module specs (never imported) — in this server's Python, or in the training environment's interpreter through
+:mod:`.interpreter` — binaries on PATH (and beside that interpreter), and what is missing for the backend and
+tracing a run asks for."""
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import os
 import shutil
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from ..core import Finding
+from . import probe_child
 from .env import BACKEND_FLAGS, EnvReport
 from .findings import probe_finding
 from .fit import Expected
+from .interpreter import PythonEnv, XtunerInstall, probe_python
 from .ray import SRC_RAY_INIT
 
 # XTuner sources (InternLM/xtuner@b934f46).
@@ -73,10 +76,19 @@ class PackageInfo(BaseModel):
 
 class PackagesReport(BaseModel):
     items: list[PackageInfo]
+    python: PythonEnv | None = Field(default=None, description="The interpreter whose packages these are")
+    xtuner: XtunerInstall | None = Field(default=None, description="The xtuner installation, if any")
     xtuner_location: str | None = Field(default=None, description="Directory of the xtuner package, if found")
     xtuner_v1_rl_cli: bool | None = Field(
         default=None, description="xtuner/v1/train/cli/rl.py exists in the installed xtuner (None: xtuner absent)"
     )
+    error: str = Field(default="", description="Why the interpreter could not be probed (then nothing is known)")
+
+    @property
+    def training_env(self) -> bool:
+        """True when these are the training environment's packages (given interpreter, or one that has xtuner)."""
+        xt = next((p for p in self.items if p.name == "xtuner"), None)
+        return (self.python is not None and self.python.target == "training") or bool(xt and xt.installed)
 
 
 class BinaryInfo(BaseModel):
@@ -85,91 +97,123 @@ class BinaryInfo(BaseModel):
     purpose: str
 
 
-def _dist_version(names: tuple[str, ...]) -> tuple[str | None, str | None]:
-    for name in names:
-        try:
-            return importlib.metadata.version(name), name
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        except Exception:  # broken metadata must not break the probe
-            continue
-    return None, None
+def _spec() -> list[tuple[str, tuple[str, ...], str | None]]:
+    return [(name, dists, module) for name, dists, module, _ in PACKAGES]
 
 
-def _module_location(module: str) -> tuple[bool, str | None]:
-    """Find a top-level module without importing it; return (found, package directory)."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return False, None
-    if spec is None:
-        return False, None
-    locations = list(spec.submodule_search_locations or [])
-    if locations:
-        return True, locations[0]
-    return True, os.path.dirname(spec.origin) if spec.origin else None
-
-
-def check_packages() -> PackagesReport:
-    items: list[PackageInfo] = []
-    xtuner_dir: str | None = None
-    for name, dists, module, purpose in PACKAGES:
-        version, dist = _dist_version(dists)
-        found: bool | None = None
-        if module:
-            found, where = _module_location(module)
-            if name == "xtuner" and found:
-                xtuner_dir = where
+def _report(data: dict, target: str) -> PackagesReport:
+    """A PackagesReport from what probe_child found (in this process or in another interpreter)."""
+    found = {row.get("name"): row for row in data.get("packages") or [] if isinstance(row, dict)}
+    items = []
+    for name, _, _, purpose in PACKAGES:
+        row = found.get(name, {})
+        version, module_found = row.get("version"), row.get("module_found")
         items.append(
             PackageInfo(
                 name=name,
-                installed=bool(version) or bool(found),
+                installed=bool(version) or bool(module_found),
                 version=version,
-                distribution=dist,
-                module_found=found,
+                distribution=row.get("distribution"),
+                module_found=module_found,
                 purpose=purpose,
             )
         )
-    cli: bool | None = None
-    if xtuner_dir:
-        cli = os.path.isfile(os.path.join(xtuner_dir, "v1", "train", "cli", "rl.py"))
-    return PackagesReport(items=items, xtuner_location=xtuner_dir, xtuner_v1_rl_cli=cli)
+    xt = XtunerInstall(**data["xtuner"]) if isinstance(data.get("xtuner"), dict) else None
+    python = PythonEnv(
+        target=target,
+        executable=str(data.get("executable") or ""),
+        python_version=str(data.get("python_version") or ""),
+        prefix=str(data.get("prefix") or ""),
+        is_venv=bool(data.get("is_venv")),
+        is_conda=bool(data.get("is_conda")),
+        scripts_dir=str(data.get("scripts_dir") or ""),
+    )
+    return PackagesReport(
+        items=items,
+        python=python,
+        xtuner=xt,
+        xtuner_location=xt.location if xt else None,
+        xtuner_v1_rl_cli=xt.v1_rl_files.get("v1/train/cli/rl.py") if xt else None,
+    )
 
 
-def check_binaries() -> list[BinaryInfo]:
-    return [BinaryInfo(name=n, path=shutil.which(n), purpose=p) for n, p in BINARIES]
+def check_packages(python: Path | None = None, timeout: float = 10.0) -> PackagesReport:
+    """Packages of this server's Python, or of ``python`` (run in a subprocess with ``timeout``)."""
+    if python is None:
+        return _report(probe_child.probe({"packages": [[n, list(d), m] for n, d, m in _spec()]}), "server")
+    data = probe_python(python, _spec(), timeout)
+    if "error" in data:
+        items = [PackageInfo(name=n, installed=False, purpose=p) for n, _, _, p in PACKAGES]
+        return PackagesReport(
+            items=items, python=PythonEnv(target="training", executable=str(python)), error=str(data["error"])
+        )
+    return _report(data, "training")
+
+
+def check_binaries(scripts_dir: str | None = None) -> list[BinaryInfo]:
+    """Binaries beside the training interpreter (a venv's bin/ holds its `ray`) first, then on PATH."""
+    out = []
+    for n, p in BINARIES:
+        local = os.path.join(scripts_dir, n) if scripts_dir else None
+        found = local if local and os.path.isfile(local) and os.access(local, os.X_OK) else shutil.which(n)
+        out.append(BinaryInfo(name=n, path=found, purpose=p))
+    return out
 
 
 def _package(report: PackagesReport, name: str) -> PackageInfo | None:
     return next((p for p in report.items if p.name == name), None)
 
 
+def _where(report: PackagesReport) -> str:
+    """How findings name the environment they looked at."""
+    py = report.python
+    if py is not None and py.target == "training":
+        return f"the training Python ({py.executable})"
+    return "this server's Python"
+
+
 def package_findings(report: PackagesReport, env: EnvReport | None, expected: Expected | None) -> list[Finding]:
     """xtuner with its V1 RL CLI, the CLI's imports, the flagged backend, FlashAttention 3 and OpenTelemetry."""
+    if report.error:
+        return [python_unreadable_finding(report)]
     out = _xtuner_findings(report)
-    xt = _package(report, "xtuner")
-    training_env = bool(xt and xt.installed)
     if env is not None:
-        out += _backend_package_findings(report, env, training_env)
+        out += _backend_package_findings(report, env, report.training_env)
     out += _otel_package_findings(report, expected.tracing if expected else False)
     return out
+
+
+def python_unreadable_finding(report: PackagesReport) -> Finding:
+    return probe_finding(
+        "python_unreadable",
+        "warning",
+        "missing_env_var_or_path",
+        "The training Python could not be probed, so its packages are unknown",
+        "ray-preparation",
+        evidence=report.error,
+        fix="Check that the interpreter starts (`<python> -c 'import sys'`), or raise timeout_s.",
+        owner="environment",
+    )
 
 
 def _xtuner_findings(report: PackagesReport) -> list[Finding]:
     out: list[Finding] = []
     xt = _package(report, "xtuner")
+    training = report.python is not None and report.python.target == "training"
+    where = _where(report)
+    hedge = "" if training else " Ignore this if the run uses another Python than this server (pass python=...)."
     if xt is not None and not xt.installed:
         out.append(
             probe_finding(
                 "xtuner_not_installed",
-                "info",
+                "blocker" if training else "info",
                 "missing_env_var_or_path",
-                "xtuner is not importable in this server's Python",
+                f"xtuner is not importable in {where}",
                 "ray-preparation",
                 source=SRC_CLI_IMPORTS,
                 evidence="no 'xtuner' distribution or module found",
                 fix="Install XTuner V1 from source in the training environment: git clone https://github.com/InternLM/"
-                "xtuner && pip install -e '.[rl]'. Ignore this if the run uses another Python than this server.",
+                "xtuner && pip install -e '.[rl]'." + hedge,
                 owner="backend_install",
             )
         )
@@ -182,7 +226,8 @@ def _xtuner_findings(report: PackagesReport) -> list[Finding]:
                 "The installed xtuner has no V1 RL CLI (xtuner/v1/train/cli/rl.py) - PyPI's xtuner 0.2.0 has no V1",
                 "ray-preparation",
                 source=SRC_CLI,
-                evidence=f"xtuner {xt.version if xt else '?'} at {report.xtuner_location}: v1/train/cli/rl.py missing",
+                evidence=f"xtuner {xt.version if xt else '?'} at {report.xtuner_location} in {where}: "
+                "v1/train/cli/rl.py missing (its __version__ says 0.2.0 either way; only the files tell)",
                 fix="pip uninstall xtuner, then install from source: git clone https://github.com/InternLM/xtuner && "
                 "pip install -e '.[rl]'.",
                 owner="backend_install",
@@ -194,14 +239,13 @@ def _xtuner_findings(report: PackagesReport) -> list[Finding]:
             out.append(
                 probe_finding(
                     f"{name}_not_installed",
-                    sev,
+                    "blocker" if training else sev,
                     "missing_env_var_or_path",
-                    f"{name} is not installed in this server's Python (the RL CLI imports it at start)",
+                    f"{name} is not installed in {where} (the RL CLI imports it at start)",
                     "ray-preparation",
                     source=SRC_CLI_IMPORTS,
                     evidence=f"no '{name}' distribution or module found",
-                    fix=f"pip install {name if name != 'ray' else 'ray[default]'} in the training environment "
-                    "(ignore if the run uses another Python than this server).",
+                    fix=f"pip install {name if name != 'ray' else 'ray[default]'} in the training environment." + hedge,
                     owner="backend_install",
                 )
             )
@@ -227,7 +271,7 @@ def _backend_package_findings(report: PackagesReport, env: EnvReport, training_e
                     f"{var}=1 but the '{backend}' package is not installed",
                     "backend-support",
                     source=SRC_VLLM_IMPORTS if backend == "vllm" else SRC_ENV_CHECK_IMPORTS,
-                    evidence=f"{var}=1; {where}; no '{backend}' distribution found in this server's Python"
+                    evidence=f"{var}=1; {where}; no '{backend}' distribution found in {_where(report)}"
                     + ("" if training_env else " (which has no xtuner either, so it may not be the training one)"),
                     fix=f"Install {backend} in the environment Ray workers run in (e.g. pip install -r "
                     f"requirements/{backend}.txt), or set {var} to 0 and flag an installed backend.",

@@ -10,6 +10,13 @@ from .fit import Expected
 from .ray import SRC_PG_REUSE, SRC_RAY_INIT, PlacementGroupInfo, RaySnapshot
 
 SRC_CLEANUP = "xtuner/v1/rl/utils/ray_utils.py:117-156"
+#: After a run ends or dies, no cluster is what XTuner itself leaves: the RL CLI registers a cleanup (rl.py:70) that
+#: runs `ray stop --force` at exit and on SIGINT/SIGTERM (ray_utils.py:128-129, 146-156).
+EXIT_HANDLER_NOTE = (
+    " (if a run just ended or died on this node, this is XTuner's own cleanup: its exit handler runs "
+    "`ray stop --force`, xtuner/v1/rl/utils/ray_utils.py:128-129, registered at xtuner/v1/train/cli/rl.py:70 - "
+    "not the cause of the failure)"
+)
 
 
 def ray_findings(snap: RaySnapshot, expected: Expected | None) -> list[Finding]:
@@ -42,7 +49,7 @@ def ray_findings(snap: RaySnapshot, expected: Expected | None) -> list[Finding]:
                 else f"Ray at {res.address} ({res.source}) cannot be reached",
                 "ray-preparation",
                 source=SRC_RAY_INIT,
-                evidence="; ".join(snap.errors + snap.notes)[:600],
+                evidence="; ".join(snap.errors + snap.notes)[:600] + EXIT_HANDLER_NOTE,
                 fix="Start the cluster first (`ray start --head --num-gpus=<n>` on the head, `ray start --address="
                 "<head>:6379` on the others), from the environment with XTUNER_USE_* exported; XTuner connects "
                 "with ray.init(address='auto') and never starts one.",

@@ -7,31 +7,85 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from ..cluster.ray import RaySnapshot
 from ..core import Finding, ToolInputError, dedupe_findings
-from ..core.findings import SEVERITY_ORDER
+from ..core.findings import DEFAULT_OWNER, FORCED_OWNER, SEVERITY_ORDER, sort_findings
 from .plan import FLAG_NAMES
 
-#: Findings in these categories always go to this owner, whatever the emitting check said.
-FORCED_ROUTE = {
-    "backend_not_installed": "backend_install",
-    "backend_flag_missing_or_multiple": "backend_install",
-    "backend_unsupported": "backend_install",
-    "backend_runtime_error": "backend_install",
-    "ray_not_running": "cluster_setup",
-    "ray_resources_insufficient": "cluster_setup",
-    "resource_mismatch_num_workers": "cluster_setup",
+#: Routing lives with Finding itself (core.findings), so one id has one owner in every tool; kept here by name.
+FORCED_ROUTE = FORCED_OWNER
+DEFAULT_ROUTE = DEFAULT_OWNER
+
+#: When a problem fires, by category (the launch order is core.findings.Stage's; every row cites its XTuner line).
+STAGE_BY_CATEGORY: dict[str, str] = {
+    "ray_not_running": "ray_connect",  # ray.init(address="auto"), xtuner/v1/train/cli/rl.py:45-46
+    "config_load_error": "config_load",  # Config.fromfile, rl.py:57
+    "backend_flag_missing_or_multiple": "config_load",  # RolloutConfig.model_post_init, rollout/worker.py:476,503
+    "backend_unsupported": "config_load",
+    "staleness_or_partial_rollout": "config_load",
+    "eval_or_interval_config": "config_load",
+    "missing_env_var_or_path": "config_load",  # os.environ[...] in the config file
+    "backend_not_installed": "trainer_init",  # get_rollout_engine_version, rl_trainer.py:658
+    "debug_trace_output": "trainer_init",
+    "ray_resources_insufficient": "placement_group",  # rl_trainer.py:1605, :1921-1922
+    "resource_mismatch_num_workers": "rollout_start",  # rollout controller build, rl_trainer.py:1645
+    "backend_runtime_error": "rollout_start",
+    "model_loading": "rollout_start",  # train workers load the model, rl_trainer.py:1625
+    "data_format_other": "dataset_build",  # agent-loop managers build their datasets, rl_trainer.py:710-731
+    "reward_data_missing_ground_truth": "first_judged_batch",
 }
-#: Owner for findings that carry none.
-DEFAULT_ROUTE = {
-    "reward_data_missing_ground_truth": "data_preparation",
-    "data_format_other": "data_preparation",
-    "config_load_error": "config_edit",
-    "eval_or_interval_config": "config_edit",
-    "staleness_or_partial_rollout": "config_edit",
-    "debug_trace_output": "config_edit",
-    "missing_env_var_or_path": "environment",
-    "model_loading": "model_files",
-}
+#: Overrides by id (an id ending in "." is a prefix); the first match wins.
+STAGE_BY_ID: tuple[tuple[str, str], ...] = (
+    # the launch script and the CLI's own imports (xtuner/v1/train/cli/rl.py:6-13), before XTuner runs
+    ("probe.xtuner_", "launch"),
+    ("probe.torch_not_installed", "launch"),
+    ("probe.ray_not_installed", "launch"),
+    ("probe.cyclopts_not_installed", "launch"),
+    ("probe.ray_cli_missing", "launch"),
+    ("probe.env_must_precede_ray_start", "launch"),
+    ("probe.exit_handler_stops_ray", "launch"),
+    ("probe.python_", "launch"),
+    ("preflight.ray_", "launch"),
+    ("preflight.check_failed", "launch"),
+    ("cmd.", "launch"),
+    ("preflight.no_backend", "config_load"),  # no flag: rollout_backend asserts, rollout/worker.py:467-469
+    ("probe.env_path_missing.WORK_DIR", "trainer_init"),
+    ("probe.env_path_missing.MODEL_PATH", "rollout_start"),
+    ("probe.model_path_missing", "rollout_start"),
+    ("probe.env_path_missing.", "dataset_build"),  # DATA_PATH / EVAL_DATA_PATH are read by the datasets
+    ("probe.path_missing", "dataset_build"),
+    ("probe.fit_", "placement_group"),
+    ("probe.pg_", "placement_group"),
+    ("probe.otel", "trainer_init"),
+    ("preflight.check_reward_data_input", "dataset_build"),
+    ("preflight.train_data_unchecked", "dataset_build"),
+    ("preflight.fit_not_checked", "placement_group"),
+    ("config.eval_manager_missing", "dataset_build"),  # assert, rl_trainer.py:720
+    ("config.evaluator_missing", "dataset_build"),  # assert, rl_trainer.py:734
+    ("config.steps_missing", "dataset_build"),  # assert in _resolve_total_train_steps, rl_trainer.py:736,743
+    ("config.debug_dir_missing", "rollout_start"),  # assert, rl_trainer.py:1632
+    ("config.batch_judge_unsupported", "first_judged_batch"),
+    ("config.task_missing_judger", "first_judged_batch"),
+    ("config.eval_task_missing_judger", "first_eval"),
+)
+
+
+def stage_of(f: Finding) -> str | None:
+    """The stage at which XTuner would hit ``f``: the finding's own, else by id, else by category."""
+    if f.stage:
+        return f.stage
+    for prefix, stage in STAGE_BY_ID:
+        if f.id == prefix or (prefix.endswith((".", "_")) and f.id.startswith(prefix)):
+            return stage
+    return STAGE_BY_CATEGORY.get(f.category)
+
+
+def staged(findings: list[Finding]) -> list[Finding]:
+    """Each finding with its stage filled in, ordered by severity and then by the stage that fires first."""
+    out = [f if f.stage or stage_of(f) is None else f.model_copy(update={"stage": stage_of(f)}) for f in findings]
+    return sort_findings(out)
+
+
 #: The same problem reported by two checks: later ids map to the id of the check that runs first.
 SAME_AS = {
     "cmd.config_missing_trainer": "config.missing_trainer",
@@ -153,14 +207,14 @@ def fit_not_checked_finding(why_not: str) -> Finding:
     )
 
 
-def no_backend_finding(xtuner_installed: bool) -> Finding:
+def no_backend_finding(xtuner_installed: bool, where: str = "this server's Python") -> Finding:
     return preflight_finding(
         "preflight.no_backend",
         "blocker" if xtuner_installed else "warning",
         "backend_not_installed",
         "No rollout backend is chosen and neither lmdeploy nor sglang is installed",
-        evidence="no XTUNER_USE_* flag in the planned env; this server's Python has neither lmdeploy nor "
-        "sglang (a warning when xtuner is not installed here either: the run may use another Python)",
+        evidence=f"no XTUNER_USE_* flag in the planned env; {where} has neither lmdeploy nor "
+        "sglang (a warning when xtuner is not installed there either: the run may use another Python)",
         fix="Install one backend in the training environment (pip install -r requirements/lmdeploy.txt from "
         "the XTuner repo, or sglang) and pass backend='lmdeploy' (exports XTUNER_USE_LMDEPLOY=1).",
         source="xtuner/v1/rl/rollout/worker.py:457-470",
@@ -238,3 +292,45 @@ def _merged(group: list[Finding]) -> Finding:
     others = "; ".join(f"also {f.id}" + (f": {f.evidence}" if f.evidence else "") for f in group if f is not best)
     evidence = f"{best.evidence} ({others})" if best.evidence else f"({others})"
     return best.model_copy(update={"severity": severity, "evidence": evidence})
+
+
+# --------------------------------------------------------------------------------------------------------
+# A plan that starts Ray itself
+# --------------------------------------------------------------------------------------------------------
+
+#: With a plan that starts Ray, "no cluster" is a step of the plan, not a problem: these probe findings are dropped.
+PLAN_STARTS_RAY_DROPS = frozenset({"probe.ray_not_running", "probe.ray_unreachable", "probe.exit_handler_stops_ray"})
+SRC_RAY_START_CONFLICT = "xtuner/v1/train/cli/rl.py:45-46"
+
+
+def plan_cluster_finding(snap: RaySnapshot, need: str) -> Finding:
+    """The plan starts Ray: say so (info) when no cluster runs here, flag the one already running as the conflict."""
+    running = snap.reachable and not snap.auth_required and snap.method != "none"
+    local = snap.resolution.source == "address_file" or (snap.gcs_address or "").startswith(("127.", "localhost"))
+    if running and local:
+        return preflight_finding(
+            "preflight.ray_already_running",
+            "blocker",
+            "ray_not_running",
+            f"A Ray cluster is already running on this node ({snap.gcs_address}), but the launch plan starts its own",
+            evidence="the plan's `ray start --head` fails while a head runs here; XTuner would then join whichever "
+            f"cluster ray.init(address='auto') finds. {need}",
+            fix="Stop it first (`ray stop`, after checking nothing else uses it), or keep it and run preflight with "
+            "cluster='running' so the run joins it (its resources are then checked against the config).",
+            source=SRC_RAY_START_CONFLICT,
+            reference="xtuner-rl://references/cluster-and-backends#ray-preparation",
+            owner="cluster_setup",
+        )
+    return preflight_finding(
+        "preflight.ray_started_by_plan",
+        "info",
+        "ray_not_running",
+        "No Ray cluster is running here, as expected: the launch plan starts it"
+        + (f" ({snap.gcs_address} answers, but it is not on this node)" if running else ""),
+        evidence=need or "the config's resources could not be read, so the Ray need is unknown",
+        fix="Run the plan's `ray start` lines with at least these resources; a leftover address file after a crash "
+        "is XTuner's own cleanup (its exit handler runs `ray stop --force`), not a fault.",
+        source=SRC_RAY_START_CONFLICT,
+        reference="xtuner-rl://references/cluster-and-backends#ray-preparation",
+        owner="cluster_setup",
+    )

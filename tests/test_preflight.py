@@ -225,3 +225,29 @@ def test_fit_against_a_real_ray_cluster(tmp_path, ray_cluster):
     short = [b for b in too_big.blockers if b.category == "ray_resources_insufficient"]
     assert short and all(b.owner == "cluster_setup" for b in short)
     assert too_big.verdict == "no_go" and too_big.owners["cluster_setup"] >= 1
+
+
+def test_blockers_come_in_the_order_xtuner_hits_them(tmp_path, shared_data):
+    """A data problem (first judged batch) and a config problem (config load): the config one leads, with its stage."""
+    train = strip_ground_truth(shared_data / "gsm8k_train_example_data.jsonl", tmp_path / "t.jsonl", limit=5)
+    (tmp_path / "raytmp").mkdir()
+    text = mutate(COLOCATED_ASYNC, ("    context_length=max_response_length + max_prompt_length,\n", ""))
+    cfg = write(tmp_path, "cfg.py", text)
+    env = {**ENV, "DATA_PATH": str(train), "EVAL_DATA_PATH": str(train), "RAY_TMPDIR": str(tmp_path / "raytmp")}
+    r = call(tmp_path, config=str(cfg), env=env, backend="lmdeploy")
+    ids = [b.id for b in r.blockers]
+    assert ids.index("config.rollout_context_length_missing") < ids.index("data.missing_ground_truth"), ids
+    first = r.blockers[0]
+    assert first.stage in ("launch", "ray_connect", "config_load"), r.blockers
+    assert f"first to fire (at {first.stage}): {first.title}" in r.summary
+    stages = [preflight_stage_rank(b.stage) for b in r.blockers]
+    assert stages == sorted(stages)
+    # the plan starts Ray (no address given): no Ray blocker, and the need is stated
+    assert r.cluster_mode == "plan_starts_ray" and not [b for b in r.blockers if b.category == "ray_not_running"]
+    assert r.ray_need is not None and r.ray_need.cpus == 106 and r.ray_need.memory_gib == 266
+
+
+def preflight_stage_rank(stage: str | None) -> int:
+    from xtuner_rl_mcp.core.findings import STAGE_ORDER
+
+    return STAGE_ORDER.get(stage or "", len(STAGE_ORDER))

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..cluster.xtuner_install import BUILTIN, XtunerClasses, annotate, load_installed, package_dir
 from ..config_analysis.env_reads import EnvRead
 from ..config_analysis.report import CPUPool, ResourcePool, Setting, TaskInfo
 from ..config_analysis.rules import analyse, not_python_finding
@@ -29,6 +30,8 @@ from ..core import (
     count_severities,
     params_model_config,
 )
+from ..launch.readiness import staged
+from ..xtuner_rules import classes as xc
 
 MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -57,6 +60,12 @@ class Params(BaseModel):
             "here; a required os.environ['X'] absent from it is a blocker. Omit to leave env-dependent values "
             "unresolved (defaults of os.environ.get are still used and marked 'env_default')."
         ),
+    )
+    xtuner: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="Check against this XTuner instead of b934f46: the training Python (its xtuner), a checkout, "
+        "or the xtuner package directory; its config classes are read with ast, never imported",
     )
     detail: Detail = Field(
         default="normal",
@@ -98,6 +107,7 @@ class Result(ToolResult):
         default_factory=list, description="Rules not applied because a value was unresolved (rule: reason)"
     )
     unchecked_omitted: int = 0
+    xtuner_classes: XtunerClasses = Field(default=BUILTIN, description="Which XTuner's config classes were used")
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -154,8 +164,25 @@ def run(params: Params, ctx: RunContext) -> Result:
             findings=[f],
         )
     real, source = _read_source(params.path, ctx)
-    data = analyse(real, source, params.env)
-    return build_result(real, data, params)
+    rows, used = classes_for(params.xtuner)
+    with xc.use_table(rows):
+        data = analyse(real, source, params.env)
+    data["findings"] = staged(annotate(data["findings"], used, rows or xc.CLASSES))
+    res = build_result(real, data, params)
+    res.xtuner_classes = used
+    if used.used == "installed":
+        changed = f", {len(used.differences) + used.differences_omitted} class(es) differ from b934f46"
+        res.summary += f"; checked against the {used.label}{changed if used.differences else ''}"
+    return res
+
+
+def classes_for(xtuner: str | None) -> tuple[dict[str, xc.C] | None, XtunerClasses]:
+    """The class rows to check against: the installation named by ``xtuner``, else the built-in table."""
+    if xtuner is None:
+        return None, BUILTIN
+    package, commit = package_dir(xtuner)
+    rows, used = load_installed(package, commit)
+    return (rows if used.used == "installed" else None), used
 
 
 def build_result(real: str, data: dict[str, Any], params: Params) -> Result:

@@ -17,7 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..cluster.env import Backend
-from ..cluster.fit import expected_from
+from ..cluster.fit import Expected, RayNeed, expected_from, ray_need
+from ..cluster.interpreter import resolve_python
+from ..cluster.packages import PackagesReport, check_packages
 from ..core import Detail, RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
 from ..core.findings import DEFAULT_LIST_CAP, Finding, cap, count_severities
 from ..launch import readiness
@@ -76,6 +78,19 @@ class Params(BaseModel):
         description="Probe the live Ray cluster and test whether the config's resources fit (false: files, "
         "packages and env only)",
     )
+    cluster: Literal["auto", "plan_starts_ray", "running"] = Field(
+        default="auto",
+        description="plan_starts_ray: the launch script starts Ray (no cluster is a plan step; one already running "
+        "here is the conflict); running: a cluster must be up (missing = blocker). auto: running when ray_address "
+        "or RAY_ADDRESS is given, else plan_starts_ray",
+    )
+    python: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="Training interpreter: its packages and its XTuner's config classes are used (default: this "
+        "server's Python and the built-in b934f46 table)",
+    )
+    python_prefix: str | None = Field(default=None, max_length=4096, description="Or its venv/conda prefix")
     detail: Detail = Field(
         default="normal",
         description="summary: verdict and findings; normal: + per-check summaries and launch command; full: + each "
@@ -103,6 +118,11 @@ class LaunchPlan(BaseModel):
 
 class Result(ToolResult):
     verdict: Literal["go", "no_go"]
+    cluster_mode: Literal["plan_starts_ray", "running"] = Field(
+        description="Whether the plan starts Ray or a running cluster was expected"
+    )
+    ray_need: RayNeed | None = Field(default=None, description="What Ray must offer for this config")
+    xtuner_classes: str = Field(default="", description="Which XTuner's config classes the config was checked with")
     counts: dict[str, int] = Field(description="Merged findings by severity")
     owners: dict[str, int] = Field(description="Blockers per owner: who has to act")
     blockers: list[Finding]
@@ -184,23 +204,43 @@ def run(params: Params, ctx: RunContext) -> Result:
         "WORK_DIR": params.work_dir,
     }
     env, added, backend = readiness.planned_env(paths, params.backend, params.env)
+    mode = cluster_mode(params, env)
+    python = resolve_python(params.python, params.python_prefix)
+    pkgs = check_packages(python, 20.0) if python is not None else None
+    xt = pkgs.xtuner.location if pkgs is not None and pkgs.xtuner is not None and pkgs.xtuner.v1_rl else None
     r = Runner(ctx, total=5)
     insp = r.run(
         "inspect_config",
-        lambda c: inspect_config.run(inspect_config.Params(path=params.config, env=env, detail="full"), c),
+        lambda c: inspect_config.run(inspect_config.Params(path=params.config, env=env, detail="full", xtuner=xt), c),
         "config_edit",
     )
     _check_data(r, params, insp, env)
-    probe = _probe(r, params, insp, env)
+    probe, expected = _probe(r, params, insp, env, mode, pkgs)
     if backend is None and probe is not None:
         installed = {i.name for i in probe.packages.items if i.installed} if probe.packages else set()
         if not installed & {"lmdeploy", "sglang"}:
-            r.findings.append(("probe_environment", readiness.no_backend_finding("xtuner" in installed)))
+            where = "the training Python" if python is not None else "this server's Python"
+            r.findings.append(("probe_environment", readiness.no_backend_finding("xtuner" in installed, where)))
     build = _build(r, params, insp, env, backend)
     ctx.progress(float(r.total), float(r.total), "done")
 
-    merged = readiness.merge(r.findings, set(r.results))
-    return build_result(params, r, merged, added, build)
+    merged = readiness.staged(readiness.merge(r.findings, set(r.results)))
+    res = build_result(params, r, merged, added, build, mode)
+    res.ray_need = ray_need(expected)
+    res.xtuner_classes = insp.xtuner_classes.label if insp is not None else ""
+    if res.ray_need is not None:
+        n = res.ray_need
+        res.summary += f"; Ray must offer {n.accelerators:g} {n.accelerator}, {n.cpus:g} CPUs, {n.memory_gib:g} GiB" + (
+            " (the plan's ray start)" if mode == "plan_starts_ray" else ""
+        )
+    return res
+
+
+def cluster_mode(params: Params, env: dict[str, str]) -> Literal["plan_starts_ray", "running"]:
+    """Whether the launch plan starts Ray (build_rl_command's script does) or a running cluster is expected."""
+    if params.cluster != "auto":
+        return params.cluster
+    return "running" if params.ray_address or env.get("RAY_ADDRESS") else "plan_starts_ray"
 
 
 def _check_data(r: Runner, params: Params, insp: Any, env: dict[str, str]) -> None:
@@ -227,8 +267,16 @@ def _check_data(r: Runner, params: Params, insp: Any, env: dict[str, str]) -> No
         )
 
 
-def _probe(r: Runner, params: Params, insp: Any, env: dict[str, str]) -> Any:
-    """probe_environment on the planned env, with the fit for the config's resources unless the cluster is skipped."""
+def _probe(
+    r: Runner,
+    params: Params,
+    insp: Any,
+    env: dict[str, str],
+    mode: str,
+    pkgs: PackagesReport | None,
+) -> tuple[Any, Expected | None]:
+    """probe_environment on the planned env (in the training Python when given), with the fit for the config's
+    resources against a running cluster; with a plan that starts Ray, a missing cluster is a step, not a blocker."""
     expected, why_not = expected_from(insp, params.num_workers) if insp is not None else (None, "config not read")
     checks = ["packages", "binaries", "env", "accelerators", "model"] + (["ray"] if params.probe_cluster else [])
     probe = r.run(
@@ -239,15 +287,22 @@ def _probe(r: Runner, params: Params, insp: Any, env: dict[str, str]) -> Any:
                 ray_address=params.ray_address,
                 env=env,
                 model_path=params.model_path,
-                expected=expected if params.probe_cluster else None,
+                expected=expected if params.probe_cluster and mode == "running" else None,
+                python=params.python,
+                python_prefix=params.python_prefix,
             ),
             c,
+            packages_report=pkgs,
         ),
         "cluster_setup",
     )
     if params.probe_cluster and expected is None and why_not:
         r.findings.append(("probe_environment", readiness.fit_not_checked_finding(why_not)))
-    return probe
+    if mode == "plan_starts_ray" and probe is not None and probe.ray is not None:
+        r.findings = [(n, f) for n, f in r.findings if f.id not in readiness.PLAN_STARTS_RAY_DROPS]
+        need = ray_need(expected)
+        r.findings.append(("probe_environment", readiness.plan_cluster_finding(probe.ray, need.text() if need else "")))
+    return probe, expected
 
 
 def _build(r: Runner, params: Params, insp: Any, env: dict[str, str], backend: str | None) -> Any:
@@ -280,7 +335,9 @@ def _build(r: Runner, params: Params, insp: Any, env: dict[str, str], backend: s
     )
 
 
-def build_result(params: Params, r: Runner, merged: list[Finding], added: dict[str, str], build: Any) -> Result:
+def build_result(
+    params: Params, r: Runner, merged: list[Finding], added: dict[str, str], build: Any, mode: Any
+) -> Result:
     counts = count_severities(merged)
     verdict: Literal["go", "no_go"] = "no_go" if counts["blocker"] else "go"
     blockers = [f for f in merged if f.severity == "blocker"]
@@ -295,10 +352,13 @@ def build_result(params: Params, r: Runner, merged: list[Finding], added: dict[s
         summary = f"go: {len(r.checks)} checks, 0 blockers, {counts['warning']} warning(s)"
     else:
         who = ", ".join(f"{k} {v}" for k, v in sorted(owners.items(), key=lambda kv: -kv[1]))
-        summary = f"no_go: {counts['blocker']} blocker(s) ({who}); first: {blockers[0].title}"
+        first = blockers[0]
+        at = f" (at {first.stage})" if first.stage else ""
+        summary = f"no_go: {counts['blocker']} blocker(s) ({who}); first to fire{at}: {first.title}"
     res = Result(
         summary=summary,
         verdict=verdict,
+        cluster_mode=mode,
         counts=counts,
         owners=owners,
         blockers=b,

@@ -3,7 +3,8 @@
 Half of the failures of an XTuner V1 RL run are environmental: no Ray cluster, too few free CPUs or too little Ray
 memory for XTuner's own checks, no or several backend flags, a missing backend package, no ``otelcol`` while
 tracing is on. This tool looks instead of guessing, and only looks: packages are found through their metadata (no
-heavy import), the Ray cluster is read by ``cluster.ray.probe_cluster`` (no driver, no job, no files), and
+heavy import) — in this server's Python or, given ``python``/``python_prefix``, in the training interpreter, which
+runs ``cluster.probe_child`` in a subprocess with a timeout — the Ray cluster is read by ``cluster.ray.probe_cluster`` (no driver, no job, no files), and
 ``nvidia-smi`` is run with a timeout. Everything it says about XTuner cites ``InternLM/xtuner@b934f46``.
 """
 
@@ -18,13 +19,15 @@ from pydantic import BaseModel, Field, model_validator
 from ..cluster import packages
 from ..cluster.accelerators import AcceleratorsReport, accelerator_findings, check_accelerators
 from ..cluster.env import EnvReport, check_env, env_findings
-from ..cluster.fit import Expected, FitReport, evaluate_fit, fit_findings
+from ..cluster.fit import Expected, FitReport, evaluate_fit, fit_findings, fit_headline
+from ..cluster.interpreter import PythonEnv, XtunerInstall, resolve_python
 from ..cluster.packages import BinaryInfo, PackagesReport
 from ..cluster.paths import ModelReport, PathInfo, check_model, model_findings, path_findings, path_info
 from ..cluster.ray import RaySnapshot, probe_cluster
 from ..cluster.ray_findings import cluster_context_findings, ray_findings
 from ..core import Detail, RunContext, ToolResult, ToolSpec, params_model_config
-from ..core.findings import DEFAULT_LIST_CAP, Finding, cap, count_severities, dedupe_findings, sort_findings
+from ..core.findings import DEFAULT_LIST_CAP, Finding, cap, count_severities, dedupe_findings
+from ..launch.readiness import staged
 
 Check = Literal["packages", "binaries", "env", "accelerators", "ray", "paths", "model", "backend", "gpu"]
 ALL_CHECKS: tuple[str, ...] = ("packages", "binaries", "env", "accelerators", "ray", "paths", "model")
@@ -55,7 +58,16 @@ class Params(BaseModel):
     env: dict[str, str] | None = Field(
         default=None,
         description="A planned environment to evaluate INSTEAD of the server's own (backend flags, paths, "
-        "RAY_ADDRESS, CUDA_VISIBLE_DEVICES). Packages and binaries are always those of this server.",
+        "RAY_ADDRESS, CUDA_VISIBLE_DEVICES).",
+    )
+    python: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="The training environment's interpreter; packages, its XTuner and `ray` are probed there "
+        "(subprocess, timeout). Default: this server's Python",
+    )
+    python_prefix: str | None = Field(
+        default=None, max_length=4096, description="Or its venv/conda prefix ($VIRTUAL_ENV / $CONDA_PREFIX)"
     )
     paths: list[str] = Field(
         default_factory=list, max_length=50, description="Extra paths to check (exists, file or directory)"
@@ -77,6 +89,10 @@ class Result(ToolResult):
     counts: dict[str, int] = Field(description="Findings per severity")
     findings: list[Finding]
     findings_omitted: int = 0
+    python: PythonEnv | None = Field(default=None, description="The interpreter whose packages were probed")
+    xtuner: XtunerInstall | None = Field(
+        default=None, description="That environment's XTuner: location, V1 RL files, install kind, git commit"
+    )
     packages: PackagesReport | None = None
     binaries: list[BinaryInfo] | None = None
     env: EnvReport | None = None
@@ -98,10 +114,22 @@ def _selected(checks: list[str] | None) -> list[str]:
 
 
 def _summary(result: Result) -> str:
+    """The answer first: the fit when a run shape was given, then the first blocker that would fire, then the rest."""
     c = result.counts
-    parts = [f"{c['blocker']} blocker(s), {c['warning']} warning(s)"]
-    if result.env is not None:
-        parts.append(f"backend {result.env.effective_backend or 'none'}")
+    parts: list[str] = []
+    if result.fit is not None:
+        parts.append(fit_headline(result.fit))
+    first = next((f for f in result.findings if f.severity == "blocker"), None)
+    parts.append(f"{c['blocker']} blocker(s), {c['warning']} warning(s)")
+    if first:
+        parts.append(f"first blocker{f' (at {first.stage})' if first.stage else ''}: {first.title}")
+    if result.python is not None and result.python.target == "training":
+        xt = result.xtuner
+        parts.append(
+            f"training Python {result.python.python_version or '?'}: "
+            + (f"xtuner {'with' if xt.v1_rl else 'WITHOUT'} V1 RL at {xt.location}" if xt else "no xtuner")
+            + (f" @ {xt.git_commit[:12]}" if xt and xt.git_commit else "")
+        )
     if result.ray is not None:
         r = result.ray
         if r.auth_required:
@@ -114,16 +142,14 @@ def _summary(result: Result) -> str:
             )
         else:
             parts.append("Ray: not reachable")
-    if result.fit is not None and result.fit.ok is not None:
-        parts.append("fit: ok" if result.fit.ok else "fit: FAILS")
-    first = next((f for f in result.findings if f.severity == "blocker"), None)
-    if first:
-        parts.append(f"first blocker: {first.title}")
+    if result.env is not None:
+        parts.append(f"backend {result.env.effective_backend or 'none'}")
     return "; ".join(parts)
 
 
-def run(params: Params, ctx: RunContext) -> Result:
-    """Run the selected checks in a fixed order, then rank, count and cap the findings."""
+def run(params: Params, ctx: RunContext, packages_report: PackagesReport | None = None) -> Result:
+    """Run the selected checks in a fixed order, then rank (severity, then the stage that fires first), count and cap
+    the findings. ``packages_report``: packages a caller (preflight) already probed in the same interpreter."""
     start = time.monotonic()
     checks = _selected(params.checks)
     environ: Mapping[str, str] = params.env if params.env is not None else ctx.environ
@@ -136,14 +162,14 @@ def run(params: Params, ctx: RunContext) -> Result:
 
     if "env" in checks or "packages" in checks:
         res.env = check_env(environ, evaluated, ctx.paths)
-    findings = _machine(params, checks, environ, res, progress)
+    findings = _machine(params, checks, environ, res, progress, packages_report)
     if "ray" in checks:
         findings += _cluster(params, checks, environ, res)
         progress("ray")
     findings += _paths(params, ctx, checks, environ, res, progress)
     if "env" not in checks:
         res.env = None
-    ordered = sort_findings(dedupe_findings(findings))
+    ordered = staged(dedupe_findings(findings))
     res.counts = count_severities(ordered)
     res.findings, res.findings_omitted = cap(ordered, DEFAULT_LIST_CAP)
     res.elapsed_s = round(time.monotonic() - start, 3)
@@ -153,16 +179,25 @@ def run(params: Params, ctx: RunContext) -> Result:
 
 
 def _machine(
-    params: Params, checks: list[str], environ: Mapping[str, str], res: Result, progress: Callable[[str], None]
+    params: Params,
+    checks: list[str],
+    environ: Mapping[str, str],
+    res: Result,
+    progress: Callable[[str], None],
+    given: PackagesReport | None = None,
 ) -> list[Finding]:
     """Packages, binaries, env and accelerators of this machine (or of the planned env)."""
     findings: list[Finding] = []
+    python = resolve_python(params.python, params.python_prefix)
     if "packages" in checks:
-        res.packages = packages.check_packages()
+        timeout = max(2.0, params.timeout_s * 2)
+        res.packages = given or (packages.check_packages(python, timeout) if python else packages.check_packages())
+        res.python, res.xtuner = res.packages.python, res.packages.xtuner
         findings += packages.package_findings(res.packages, res.env, params.expected)
         progress("packages")
     if "binaries" in checks:
-        res.binaries = packages.check_binaries()
+        scripts = res.python.scripts_dir if res.python and res.python.target == "training" else None
+        res.binaries = packages.check_binaries(scripts)
         findings += packages.binary_findings(res.binaries, params.expected)
         progress("binaries")
     if "env" in checks and res.env is not None:
@@ -239,7 +274,8 @@ def _needed(res: Result) -> set[str]:
 
 
 DESCRIPTION = """\
-Live, read-only look at the environment an XTuner V1 RL run will meet: installed packages (xtuner with or without \
+Live, read-only look at the environment an XTuner V1 RL run will meet: installed packages of this server's Python \
+or of the training interpreter you pass (which XTuner: location, V1 RL or not, git commit; xtuner with or without \
 the V1 RL CLI, ray, lmdeploy/sglang/vllm, torch, transformers, FlashAttention 3, OpenTelemetry, mathruler, \
 cyclopts; found without importing them), binaries (ray, otelcol, nvidia-smi), XTUNER_USE_* flags and the backend \
 XTuner would pick, WORK_DIR/MODEL_PATH/DATA_PATH/EVAL_DATA_PATH, RAY_ADDRESS, accelerators, and the Ray cluster \

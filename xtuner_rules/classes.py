@@ -8,14 +8,22 @@ statically. Defaults are stored as Python values when they are literals, else as
 (``default_expr``), which the static evaluator treats as a known-but-not-literal value.
 
 Other tools may reuse :func:`get`, :func:`fields_of`, :func:`forbids_extra` and :func:`is_subclass`.
+
+The table is pluggable: :func:`use_table` makes other rows (``cluster.xtuner_install`` reads them from the user's
+own XTuner with ``ast``) the ones every lookup here answers from, for the duration of a ``with`` block (a context
+variable, so concurrent tool calls do not see each other's table).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-_MISSING: Any = object()
+MISSING: Any = object()
+_MISSING = MISSING
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,7 @@ class C:
     bases: tuple[str, ...] = ()
     extra: str | None = None  # the class's own model_config extra setting; None = inherited / pydantic default
     fields: tuple[F, ...] = ()
+    end_line: int | None = None  # last line of the class body (known for rows read from a tree)
 
     @property
     def source(self) -> str:
@@ -690,16 +699,35 @@ DISAGG_STRATEGIES = ("DisaggAsyncProduceStrategyConfig",)
 VALID_PG_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
 
+_ACTIVE: ContextVar[dict[str, C] | None] = ContextVar("xtuner_class_table", default=None)
+
+
+def table() -> dict[str, C]:
+    """The rows lookups answer from: a table made active by :func:`use_table`, else the built-in one."""
+    return _ACTIVE.get() or CLASSES
+
+
+@contextmanager
+def use_table(rows: dict[str, C] | None) -> Iterator[None]:
+    """Answer every lookup in this module from ``rows`` inside the block (None: the built-in table)."""
+    token = _ACTIVE.set(rows)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
 def get(name: str) -> C | None:
-    return CLASSES.get(name)
+    return table().get(name)
 
 
 def lineage(name: str) -> list[C] | None:
     """The class and all its bases, most-derived first; None if any class in the chain is not listed."""
     out: list[C] = []
     todo = [name]
+    rows = table()
     while todo:
-        c = CLASSES.get(todo.pop(0))
+        c = rows.get(todo.pop(0))
         if c is None:
             return None
         out.append(c)
