@@ -124,14 +124,18 @@ def memory_findings(
 ) -> list[Finding]:
     out: list[Finding] = []
     if not m.train_fits:
+        share = m.train_total_gib / m.gpu_memory_gib if m.gpu_memory_gib else float("inf")
+        over = share > 1.0  # beyond the device itself, not only beyond the headroom: it cannot fit
         out.append(
             Finding(
                 id="topo.train_memory_exceeds",
-                severity="warning",
+                severity="blocker" if over else "warning",
                 category="resource_mismatch_num_workers",
                 title=f"Training needs about {m.train_total_gib:g} GiB per accelerator; it has {m.gpu_memory_gib:g}",
                 evidence=f"weights {m.train_weights_gib:g} + grads {m.train_grads_gib:g} + optimizer "
-                f"{m.train_optimizer_gib:g} + activations {m.train_activations_gib:g} GiB",
+                f"{m.train_optimizer_gib:g} + activations {m.train_activations_gib:g} GiB = {share:.0%} of the "
+                f"accelerator; rule: an estimate above {TRAIN_MEMORY_HEADROOM:.0%} is a warning (allocator and "
+                "communication buffers need the rest), above 100% a blocker",
                 fix="Add training accelerators, lower max_response_len/pack_max_length, raise sp_size, or enable "
                 "FSDPConfig(cpu_offload=True).",
                 reference=f"{WF}#topologies",

@@ -938,3 +938,14 @@ def test_forced_tp_rule_fix_has_the_numbers():
     )
     f = next(f for f in res.findings if f.id == "topo.rule.workers_divisible_by_engine")
     assert f.fix.startswith("use 4 or 8 rollout GPUs with TP 4, or TP 1/2/3/6 on 6")
+
+
+def test_memory_beyond_the_device_is_a_blocker_and_the_headroom_rule_is_stated():
+    """70B on 80 GiB accelerators: one node cannot hold training (blocker), two are tight (warning, over 90%)."""
+    one = run(Params(nodes=1, gpus_per_node=8, params_b=70, gpu_memory_gib=80), RunContext())
+    two = run(Params(nodes=2, gpus_per_node=8, params_b=70, gpu_memory_gib=80), RunContext())
+    f1 = next(f for f in one.findings if f.id == "topo.train_memory_exceeds")
+    f2 = next(f for f in two.findings if f.id == "topo.train_memory_exceeds")
+    assert f1.severity == "blocker" and f2.severity == "warning"
+    for f in (f1, f2):
+        assert "90%" in f.evidence and "100%" in f.evidence
