@@ -7,6 +7,7 @@ blocking work runs on a worker thread, progress is forwarded, user-fixable probl
 
 from __future__ import annotations
 
+import base64
 import inspect
 import json
 import logging
@@ -21,7 +22,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
 from .. import __version__
@@ -37,7 +38,8 @@ Plans, checks and troubleshoots XTuner V1 reinforcement-learning (GRPO) runs, tr
 Read-only: it never launches training and never starts or stops Ray.
 Typical order: lookup_reference for questions; choose_topology to plan; check_reward_data on the JSONL;
 inspect_config on the Python config; probe_environment for packages/env/Ray; build_rl_command for the launch
-script; preflight for one go/no-go; diagnose_symptom for a failed or stuck run (paste the log).
+script; preflight for one go/no-go; diagnose_symptom for a failed or stuck run (paste the log); inspect_run
+for a running or finished run's health (progress, stall, reward signal, truncation, eval; a PNG on request).
 Every result opens with a one-line `summary`; findings carry id, severity, evidence, fix and a reference URI.
 """
 
@@ -139,7 +141,11 @@ def _make_handler(spec: ToolSpec, paths: PathPolicy) -> Any:
             ) from None
         payload = result.model_dump(mode="json")
         text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
+        content: list[Any] = [TextContent(type="text", text=text)]
+        media = getattr(result, "media", None)  # binary extras a result offers, e.g. inspect_run's PNG
+        for mime, data in media() if callable(media) else ():
+            content.append(ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime))
+        return CallToolResult(content=content, structured_content=payload)
 
     sig, annotations = _signature_for(spec)
     handler.__signature__ = sig  # type: ignore[attr-defined]
@@ -177,6 +183,29 @@ class _PassThroughArguments(ArgModelBase):
         return dict(self.model_extra or {})
 
 
+def compact_schema(schema: Any, key: str | None = None) -> Any:
+    """The same JSON Schema with less to read: no generated ``title``s, ``X | None`` as ``type: [X, "null"]``.
+
+    Every assistant session pays for the tool definitions; pydantic's titles repeat the field names and its
+    nullable ``anyOf`` spells one type in three objects. Field descriptions, defaults and bounds are kept.
+    """
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: compact_schema(v, k) for k, v in schema.items() if not (k == "title" and key != "properties")}
+    any_of = out.get("anyOf")
+    if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
+        (other,) = [x for x in any_of if x != {"type": "null"}]
+        if isinstance(other, dict) and isinstance(other.get("type"), str) and "const" not in other:
+            del out["anyOf"]
+            out.update(other)
+            out["type"] = [other["type"], "null"]
+            if "enum" in other:
+                out["enum"] = [*other["enum"], None]
+    return out
+
+
 def _validate_in_handler(server: MCPServer, name: str) -> None:
     """Argument errors (wrong type, missing, unknown) come back as the structured ``invalid_arguments`` error.
 
@@ -188,7 +217,10 @@ def _validate_in_handler(server: MCPServer, name: str) -> None:
     if tool is None:  # pragma: no cover
         return
     tool.fn_metadata.arg_model = _PassThroughArguments
+    tool.parameters = compact_schema(tool.parameters)
     tool.parameters["additionalProperties"] = False
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
 
 
 class XTunerRLServer(MCPServer):

@@ -16,6 +16,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "check_reward_data",
     "preflight",
     "diagnose_symptom",
+    "inspect_run",
 )
 
 

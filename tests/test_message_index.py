@@ -41,6 +41,16 @@ NOT_MESSAGES: dict[tuple[str, str], str] = {
         "backend_flag_multiple",
         "XTUNER_USE_VLLM=1 XTUNER_USE_LMDEPLOY=1 python xtuner/v1/train/cli/rl.py --config rl.py",
     ): "a launch command the user typed",
+    ("grpo_groups_no_signal", "- advantages/max          : 0.0000"): "metric table row built from dynamic keys",
+    (
+        "responses_truncated",
+        '{"rollout_id":3,"group_id":1,"status":"completed","finish_reason":"length","error_msg":null,"reward":0.0}',
+    ): "a trajectory record XTuner writes (rl_trainer.py _save_trajectories), data not a message",
+    (
+        "async_samples_piling_up",
+        '{"async/init_samples": 0, "async/completed_samples": 96, "async/aborted_samples": 0, '
+        '"async/expired_samples": 24, "async/failed_samples": 3, "step": 40}',
+    ): "a tracker.jsonl record of scalars, data not a message",
 }
 
 _CITE = re.compile(

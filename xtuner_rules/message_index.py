@@ -62,6 +62,7 @@ SUPPORT_FILES: tuple[str, ...] = (
     "xtuner/v1/module/dispatcher/deepep.py",
     "xtuner/v1/_writer/__init__.py",
     "xtuner/v1/_writer/tb_writer.py",
+    "xtuner/v1/_writer/jsonl_writer.py",
 )
 #: Folders (and top-level files) whose text files get a line count.
 LINE_COUNT_ROOTS: tuple[str, ...] = (

@@ -1,0 +1,365 @@
+"""From raw run outputs to answers: progress and stall verdict, learning signals, compact per-step series."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..core import cap
+from .layout import RunLayout
+from .models import ErrorCount, Learning, Progress, Trend
+from .progress import LogProgress, newest_mtime
+from .tracker import Tracker
+from .trajectories import FileStats
+
+WINDOW = 5
+STALL_FACTOR = 5.0
+STALL_MIN_S = 600.0
+STALL_NO_STEP_S = 1800.0
+TOP_ERRORS = 5
+
+
+@dataclass
+class Inputs:
+    """Everything read from one experiment."""
+
+    layout: RunLayout
+    tracker: Tracker
+    logs: LogProgress
+    train: list[FileStats]
+    evals: list[FileStats]
+    train_files_omitted: int
+    now: float
+    failed_in_logs: str | None = None  # the top blocker diagnosis, when the logs end in one
+
+
+def _mean(xs: Iterable[float | None]) -> float | None:
+    vals = [x for x in xs if x is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _pct(num: int, den: int) -> float | None:
+    return round(100.0 * num / den, 1) if den else None
+
+
+def _r(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Progress
+# --------------------------------------------------------------------------------------------------------
+
+
+def step_times(inp: Inputs) -> dict[int, float]:
+    """time/step from the tracker, else from the log timing blocks."""
+    return dict(inp.tracker.series("time/step")) or dict(inp.logs.step_times)
+
+
+def last_step(inp: Inputs) -> int | None:
+    cands = [inp.logs.finished_step, max(inp.layout.train_files, default=None)]
+    tracked = [s for s in inp.tracker.steps if s > 0]
+    cands.append(max(tracked) if tracked else None)
+    vals = [c for c in cands if c is not None]
+    return max(vals) if vals else None
+
+
+def _trend_of_times(times: list[float]) -> tuple[float | None, float | None, str]:
+    if not times:
+        return None, None, "unknown"
+    first = statistics.median(times[:10])
+    last = statistics.median(times[-10:])
+    if len(times) < 6 or first <= 0:
+        return first, last, "unknown"
+    ratio = last / first
+    trend = "slowing" if ratio > 1.25 else "speeding_up" if ratio < 0.8 else "steady"
+    return first, last, trend
+
+
+def progress(inp: Inputs) -> Progress:
+    lay = inp.layout
+    step = last_step(inp)
+    total = inp.logs.total_steps
+    times = [t for _, t in sorted(step_times(inp).items())]
+    first, recent, trend = _trend_of_times(times)
+    mtime, mfile = _activity(lay)
+    idle = None if mtime is None else max(0.0, inp.now - mtime)
+    threshold = max(STALL_MIN_S, STALL_FACTOR * recent) if recent else STALL_NO_STEP_S
+    evidence: list[str] = []
+    finished = step is not None and total is not None and step >= total
+    if finished:
+        state = "finished"
+        evidence.append(f"last step {step} = total_steps {total}")
+    elif inp.failed_in_logs:
+        state = "failed"
+        evidence.append(f"the logs end in an error: {inp.failed_in_logs}")
+    elif idle is not None and idle > threshold:
+        state = "stalled"
+        evidence.append(
+            f"nothing written for {idle:.0f}s (> {threshold:.0f}s = max({STALL_MIN_S:.0f}s, "
+            f"{STALL_FACTOR:g} x step time {recent or 0:.0f}s)); newest write: {mfile}"
+        )
+    elif step is None:
+        state = "not_started"
+        evidence.append("no finished train step in the logs, tracker or trajectories yet")
+    else:
+        state = "running"
+        evidence.append(
+            f"last write {idle:.0f}s ago, under the {threshold:.0f}s stall threshold"
+            if idle is not None
+            else "no file times available"
+        )
+    if inp.logs.last_line:
+        evidence.append(f"last log line: {inp.logs.last_line[:200]}")
+    ckpts, ck_om = cap(lay.checkpoints[::-1], 10)
+    hfs, hf_om = cap(lay.hf_exports[::-1], 10)
+    eta = (total - step) * recent if state == "running" and total and step is not None and recent else None
+    return Progress(
+        state=state,
+        last_step=step,
+        total_steps=total,
+        percent_done=_pct(step, total) if step is not None and total else None,
+        step_time_s=_r(recent, 2),
+        step_time_first_s=_r(first, 2),
+        step_time_trend=trend,  # type: ignore[arg-type]
+        eta_s=_r(eta, 0),
+        last_activity=None
+        if mtime is None
+        else datetime.fromtimestamp(mtime, timezone.utc).isoformat(timespec="seconds"),
+        last_activity_file=mfile,
+        idle_s=_r(idle, 1),
+        stall_threshold_s=_r(threshold, 0),
+        last_log_line=inp.logs.last_line,
+        checkpoints=ckpts[::-1],
+        checkpoints_omitted=ck_om,
+        hf_exports=hfs[::-1],
+        hf_exports_omitted=hf_om,
+        evidence=evidence,
+    )
+
+
+def _activity(lay: RunLayout) -> tuple[float | None, str | None]:
+    files = list(lay.rank_logs.values())
+    if lay.tracker_jsonl:
+        files.append(lay.tracker_jsonl)
+    files.extend(lay.tracker_events)
+    if lay.train_files:
+        files.append(lay.train_files[max(lay.train_files)])
+    if lay.eval_files:
+        files.append(lay.eval_files[max(lay.eval_files)])
+    return newest_mtime(files, [lay.exp_dir / "logs"])
+
+
+# --------------------------------------------------------------------------------------------------------
+# Learning
+# --------------------------------------------------------------------------------------------------------
+
+
+def reward_means(inp: Inputs) -> dict[int, float]:
+    """Per-step reward mean: the trajectories' where read, the tracker's elsewhere."""
+    out = {s: v for s, v in inp.tracker.series("response/rewards/mean").items() if s > 0}
+    for fs in inp.train:
+        if fs.reward_mean is not None:
+            out[fs.step] = fs.reward_mean
+    return dict(sorted(out.items()))
+
+
+def trend(values: list[float], tol: float = 0.02) -> Trend:
+    """rising/falling when the mean of the last third differs from the first third by more than ``tol``."""
+    if len(values) < 3:
+        return "unknown"
+    k = max(1, len(values) // 3)
+    a, b = sum(values[:k]) / k, sum(values[-k:]) / k
+    scale = max(abs(a), abs(b), 1e-9)
+    if abs(b - a) <= max(tol, 0.05 * scale):
+        return "flat"
+    return "rising" if b > a else "falling"
+
+
+def eval_table(inp: Inputs) -> dict[int, dict[str, float]]:
+    """Eval metrics per step: tracker eval/* scalars, else accuracy recomputed from eval_rollout files."""
+    table: dict[int, dict[str, float]] = {}
+    for tag in inp.tracker.eval_tags:
+        for step, v in inp.tracker.series(tag).items():
+            table.setdefault(step, {})[tag.removeprefix("eval/")] = v
+    for fs in inp.evals:
+        if fs.step not in table and fs.samples:
+            # the default metric: share of samples scoring above 0 (xtuner/v1/rl/evaluator.py:20-28)
+            table[fs.step] = {"accuracy": round(fs.reward_positive / fs.samples, 4)}
+    return dict(sorted(table.items()))
+
+
+def learning(inp: Inputs) -> Learning:
+    train = sorted(inp.train, key=lambda f: f.step)
+    win = train[-WINDOW:]
+    rewards = reward_means(inp)
+    rvals = list(rewards.values())
+    groups = sum(f.groups for f in win)
+    samples_w = sum(f.samples for f in win)
+    status, top, top_om = _status_and_errors([*train, *inp.evals])
+    sizes: dict[int, int] = {}
+    for f in train:
+        for k, v in f.group_sizes.items():
+            sizes[k] = sizes.get(k, 0) + v
+    ent = [v for s, v in sorted(inp.tracker.series("entropy/rollout").items()) if s > 0] or [
+        v for s, v in sorted(inp.tracker.series("entropy/train").items()) if s > 0
+    ]
+    evals = eval_table(inp)
+    latest = evals[max(evals)] if evals else {}
+    best: dict[str, float] = {}
+    for metrics in evals.values():
+        for k, v in metrics.items():
+            best[k] = max(best.get(k, v), v)
+    return Learning(
+        trajectory_files=len(inp.layout.train_files),
+        steps_scanned=len(train),
+        trajectory_files_omitted=inp.train_files_omitted,
+        bytes_scanned=sum(f.bytes for f in [*train, *inp.evals]),
+        samples=sum(f.samples for f in train),
+        unreadable_lines=sum(f.unreadable for f in [*train, *inp.evals]),
+        window=len(win),
+        reward_mean_first=_r(_mean(rvals[:WINDOW])),
+        reward_mean_last=_r(_mean(rvals[-WINDOW:])),
+        reward_trend=trend(rvals),
+        reward_std_last=_r(_mean(f.reward_std for f in win)),
+        no_signal_groups_pct_last=_pct(sum(f.groups_no_signal for f in win), groups),
+        all_zero_groups_pct_last=_pct(sum(f.groups_all_zero for f in win), groups),
+        truncated_pct_last=_pct(sum(f.truncated for f in win), samples_w),
+        response_len_mean_last=_r(_mean(f.response_len_mean for f in win), 1),
+        response_len_max=max((f.response_len_max for f in train), default=None),
+        group_size=max(sizes, key=lambda k: sizes[k]) if sizes else None,
+        missing_labels=sum(f.missing_label for f in train),
+        status_counts=status,
+        top_errors=top,
+        top_errors_omitted=top_om,
+        entropy_first=_r(_mean(ent[:WINDOW])),
+        entropy_last=_r(_mean(ent[-WINDOW:])),
+        async_last={
+            k: round(v, 2)
+            for k in ("aborted", "expired", "failed")
+            if (v := _mean(list(_positive_steps(inp.tracker.series(f"async/{k}_samples")))[-WINDOW:])) is not None
+        },
+        eval_steps=list(evals)[-50:],
+        eval_latest={k: round(v, 4) for k, v in latest.items()},
+        eval_best={k: round(v, 4) for k, v in best.items()},
+    )
+
+
+def _status_and_errors(files: list[FileStats]) -> tuple[dict[str, int], list[ErrorCount], int]:
+    """Sample status counts and the most frequent error messages over ``files``."""
+    status: dict[str, int] = {}
+    errors: dict[str, int] = {}
+    for f in files:
+        for k, v in f.status.items():
+            status[k] = status.get(k, 0) + v
+        for k, v in f.errors.items():
+            errors[k] = errors.get(k, 0) + v
+    ranked = sorted(errors.items(), key=lambda kv: -kv[1])
+    top, omitted = cap([ErrorCount(message=k, count=v) for k, v in ranked], TOP_ERRORS)
+    return status, top, omitted
+
+
+def _positive_steps(series: dict[int, float]) -> list[float]:
+    return [v for s, v in sorted(series.items()) if s > 0]
+
+
+# --------------------------------------------------------------------------------------------------------
+# Series
+# --------------------------------------------------------------------------------------------------------
+
+COLUMNS = (
+    "reward_mean",
+    "reward_std",
+    "no_signal_groups_pct",
+    "truncated_pct",
+    "response_len_mean",
+    "entropy_rollout",
+    "step_time_s",
+    "async_expired",
+    "async_aborted",
+    "async_failed",
+)
+
+
+def _pick(n: int, limit: int) -> list[int]:
+    """Indices of ``limit`` evenly spread points over ``n``, first and last included."""
+    if n <= limit:
+        return list(range(n))
+    if limit <= 1:
+        return [n - 1]
+    return sorted({round(i * (n - 1) / (limit - 1)) for i in range(limit)})
+
+
+def series(inp: Inputs, max_points: int) -> tuple[dict[str, list[float | None]], int]:
+    """Columnar per-step series (``step`` plus COLUMNS), downsampled to ``max_points``; returns (series, steps)."""
+    tr = inp.tracker
+    by_step = {f.step: f for f in inp.train}
+    rewards = reward_means(inp)
+    times = step_times(inp)
+    cols = {
+        "entropy_rollout": tr.series("entropy/rollout"),
+        "async_expired": tr.series("async/expired_samples"),
+        "async_aborted": tr.series("async/aborted_samples"),
+        "async_failed": tr.series("async/failed_samples"),
+        "response_len_mean": tr.series("response/response_len/mean"),
+    }
+    steps = sorted({s for s in [*rewards, *times, *by_step, *(s for c in cols.values() for s in c)] if s > 0})
+    keep = [steps[i] for i in _pick(len(steps), max_points)]
+    out: dict[str, list[float | None]] = {"step": [float(s) for s in keep]}
+    for name in COLUMNS:
+        out[name] = [_cell(name, s, by_step.get(s), rewards, times, cols) for s in keep]
+    return {k: v for k, v in out.items() if any(x is not None for x in v)}, len(steps)
+
+
+def _cell(
+    name: str,
+    step: int,
+    fs: FileStats | None,
+    rewards: dict[int, float],
+    times: dict[int, float],
+    cols: dict[str, dict[int, float]],
+) -> float | None:
+    if name == "reward_mean":
+        return _r(rewards.get(step))
+    if name == "step_time_s":
+        return _r(times.get(step), 2)
+    if fs is not None:
+        if name == "reward_std":
+            return _r(fs.reward_std)
+        if name == "no_signal_groups_pct":
+            return _pct(fs.groups_no_signal, fs.groups)
+        if name == "truncated_pct":
+            return _pct(fs.truncated, fs.samples)
+        if name == "response_len_mean" and fs.response_len_mean is not None:
+            return _r(fs.response_len_mean, 1)
+    if name in cols:
+        return _r(cols[name].get(step))
+    return None
+
+
+def eval_series(inp: Inputs, max_points: int) -> dict[str, list[float | None]]:
+    table = eval_table(inp)
+    steps = list(table)
+    keep = [steps[i] for i in _pick(len(steps), max_points)]
+    names: list[str] = []
+    for m in table.values():
+        names.extend(k for k in m if k not in names)
+    out: dict[str, list[float | None]] = {"step": [float(s) for s in keep]}
+    for name in names[:12]:
+        out[name] = [_r(table[s].get(name)) for s in keep]
+    return out if keep else {}
+
+
+def now() -> float:
+    return time.time()
+
+
+def rel(path: str | Path, base: Path) -> str:
+    try:
+        return str(Path(path).relative_to(base))
+    except ValueError:
+        return str(path)

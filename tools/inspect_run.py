@@ -1,0 +1,279 @@
+"""inspect_run: the health of a running or finished XTuner RL run, read from what it writes.
+
+Given a work dir (newest experiment) or one experiment dir, it reads the rank-log tails (step counter, timings, last
+line), the tracker (tracker.jsonl or TensorBoard events, read by a small built-in reader), the trajectory files
+(streamed through a typed msgspec block decoder, bounded memory) and the logs through the diagnosis engine --
+optionally with the worker logs of every Ray node, collected through the dashboard's log API. It answers where the
+run is (stalled?), whether it learns (reward, groups without signal, truncation, entropy, eval) and why not, as
+findings tied to the failure-mode catalog, plus compact per-step series and, on request, a PNG of the main curves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, PrivateAttr
+
+from ..core import (
+    Detail,
+    Finding,
+    RunContext,
+    ToolResult,
+    ToolSpec,
+    cap,
+    count_severities,
+    dedupe_findings,
+    params_model_config,
+    sort_findings,
+)
+from ..diagnosis.models import Diagnosis
+from ..runs import analysis, findings, gather, layout, log_diagnosis, plot, progress, ray_logs, tracker
+from ..runs.models import Learning, Outputs, Picture, Progress, RemoteLogs, RunState
+
+SERIES_POINTS: dict[str, int] = {"summary": 20, "normal": 60, "full": 240}
+EVIDENCE_CAP: dict[str, int] = {"summary": 1, "normal": 3, "full": 10}
+LOG_FINDINGS: dict[str, int] = {"summary": 3, "normal": 5, "full": 15}
+
+
+class Params(BaseModel):
+    model_config = params_model_config()
+
+    path: str = Field(
+        description="The trainer's work_dir (WORK_DIR; the newest experiment <YYYYmmddHHMMSS>/ under it is read, or "
+        "the one its .xtuner_rl_*_trainer meta file names) or one experiment directory. Must be inside the "
+        "server's allowed roots."
+    )
+    experiment: str | None = Field(
+        default=None, max_length=64, description="An experiment directory name under path (e.g. 20260821100000)"
+    )
+    ray_address: str | None = Field(
+        default=None,
+        max_length=512,
+        description="Also collect the worker logs (worker-*.err/.out tails) of every node of this Ray cluster "
+        "(GCS host:port or dashboard http://host:8265) through Ray's log API, read-only, and diagnose them with "
+        "the local logs. Needs the dashboard.",
+    )
+    ray_timeout_s: float = Field(default=20.0, ge=1, le=120, description="Deadline for the whole Ray collection")
+    picture: bool = Field(
+        default=False,
+        description="Also return a PNG of the main curves as MCP image content (needs matplotlib: the 'plot' extra)",
+    )
+    max_trajectory_files: int = Field(
+        default=200, ge=1, le=10_000, description="Train trajectory files read at most (newest 20 + evenly spread)"
+    )
+    max_trajectory_mb: int = Field(default=4096, ge=1, le=65_536, description="Trajectory bytes read at most (MiB)")
+    detail: Detail = Field(
+        default="normal",
+        description="summary: 20 series points, 1 evidence line, 3 log findings; normal: 60, 3, 5; full: 240, 10, 15",
+    )
+
+
+class LogScan(BaseModel):
+    verdict: str = Field(description="diagnose_symptom's verdict over the scanned logs")
+    sources: list[str]
+    sources_omitted: int
+    lines: int
+    bytes: int
+
+
+class Result(ToolResult):
+    state: RunState = Field(description="running | finished | stalled | failed | not_started")
+    progress: Progress
+    learning: Learning
+    findings: list[Finding] = Field(description="Run-health findings and log errors, blockers first")
+    findings_omitted: int
+    log_diagnoses: list[Diagnosis] = Field(description="What the logs say, ranked (as diagnose_symptom reports it)")
+    log_diagnoses_omitted: int
+    logs: LogScan
+    remote_logs: RemoteLogs | None = Field(default=None, description="When ray_address was given")
+    series: dict[str, list[float | None]] = Field(
+        description="Columnar per-step series: 'step' plus reward_mean, reward_std, no_signal_groups_pct, "
+        "truncated_pct, response_len_mean, entropy_rollout, step_time_s, async_{expired,aborted,failed} (columns "
+        "without data are left out); evenly downsampled for long runs"
+    )
+    series_steps: int = Field(description="Steps with data before downsampling")
+    eval_series: dict[str, list[float | None]] = Field(description="'step' plus each eval metric")
+    outputs: Outputs
+    picture: Picture | None = Field(default=None, description="The PNG sent as image content, when asked")
+    _png: bytes | None = PrivateAttr(default=None)
+
+    def media(self) -> list[tuple[str, bytes]]:
+        """Binary content to send next to the JSON (the server turns it into MCP image content)."""
+        return [("image/png", self._png)] if self._png else []
+
+
+def _read(params: Params, ctx: RunContext) -> tuple[analysis.Inputs, Any, Any]:
+    lay = layout.find_experiment(params.path, ctx.paths, params.experiment)
+    trk = tracker.load(lay.tracker_jsonl, lay.tracker_events)
+    logs = progress.read_logs(lay.rank_logs)
+    picked, omitted = gather.select_files(lay.train_files, params.max_trajectory_files, params.max_trajectory_mb << 20)
+    train = gather.scan_files(picked, ctx.progress, "reading train trajectories")
+    eval_picked = sorted(lay.eval_files.items())[-gather.MAX_EVAL_FILES :]
+    evals = gather.scan_files(eval_picked, ctx.progress, "reading eval trajectories")
+    remote = None
+    if params.ray_address:
+        remote = ray_logs.collect(params.ray_address, timeout_s=params.ray_timeout_s, environ=ctx.environ)
+    diag = log_diagnosis.diagnose(lay.exp_dir / "logs", remote.logs if remote else [], ctx, EVIDENCE_CAP[params.detail])
+    failed = None
+    if diag.verdict == "failure_found":
+        top = next(d for d in diag.diagnoses if d.severity == "blocker")
+        failed = f"{top.failure_mode_id}: {top.title}"
+    inp = analysis.Inputs(lay, trk, logs, train, evals, omitted, analysis.now(), failed)
+    return inp, diag, remote
+
+
+def _log_findings(diag: log_diagnosis.LogDiagnosis) -> list[Finding]:
+    out = []
+    for d in diag.diagnoses:
+        ev = d.evidence[0] if d.evidence else None
+        out.append(
+            Finding(
+                id=f"logs.{d.failure_mode_id}",
+                severity=d.severity,
+                category=d.category,
+                title=d.title,
+                evidence=f"{ev.text} ({d.occurrences} line(s))" if ev else "",
+                location=f"{ev.source}:{ev.line}" if ev else None,
+                fix=d.fix[0] if d.fix else "",
+                reference=d.reference,
+                source=d.source[0] if d.source else None,
+            )
+        )
+    return out
+
+
+def _outputs(inp: analysis.Inputs) -> Outputs:
+    lay = inp.layout
+    return Outputs(
+        exp_dir=str(lay.exp_dir),
+        work_dir=str(lay.work_dir),
+        experiments=lay.experiments[-20:],
+        rank_logs=len(lay.rank_logs),
+        env_json=lay.env_json is not None,
+        tracker=lay.tracker_format,  # type: ignore[arg-type]
+        tracker_path=str(lay.tracker_jsonl or (lay.tracker_events[-1] if lay.tracker_events else "")) or None,
+        tracker_records=inp.tracker.records,
+        train_trajectory_files=len(lay.train_files),
+        eval_trajectory_files=len(lay.eval_files),
+        trace_enabled=lay.env.get("XTUNER_OTEL_ENABLED") == "1",
+        otel_trace_files=[str(p) for p in lay.otel_traces[:10]],
+        otel_trace_bytes=sum(p.stat().st_size for p in lay.otel_traces if p.exists()),
+        sandbox_trace_files=lay.sandbox_trace,
+        notes=(lay.notes + inp.tracker.notes)[:10],
+    )
+
+
+def _picture(result: Result, title: str) -> None:
+    try:
+        png, curves, (w, h) = plot.render(result.series, result.eval_series, title)
+    except plot.PlotUnavailable:
+        result.picture = Picture(
+            bytes=0,
+            width_px=0,
+            height_px=0,
+            curves=[],
+            note="matplotlib is not installed: pip install 'xtuner-rl-mcp[plot]'",
+        )
+        return
+    result._png = png
+    result.picture = Picture(bytes=len(png), width_px=w, height_px=h, curves=curves)
+
+
+def _remote_model(remote: ray_logs.Collected | None) -> RemoteLogs | None:
+    if remote is None:
+        return None
+    files, omitted = cap([f"{r.node_ip}:{r.filename}" for r in remote.logs], 30)
+    return RemoteLogs(
+        address=remote.address,
+        dashboard_url=remote.dashboard_url,
+        nodes=remote.nodes,
+        files=files,
+        files_omitted=omitted + remote.omitted,
+        bytes=remote.bytes,
+        errors=remote.errors[:10],
+        elapsed_s=remote.elapsed_s,
+    )
+
+
+def run(params: Params, ctx: RunContext) -> Result:
+    inp, diag, remote = _read(params, ctx)
+    prog = analysis.progress(inp)
+    learn = analysis.learning(inp)
+    health = findings.run_findings(inp, prog, learn)
+    covered = {f.reference for f in health}  # a log line of the same catalog entry adds nothing to the finding
+    logged = [f for f in _log_findings(diag) if f.reference not in covered]
+    all_findings = sort_findings(dedupe_findings(health + logged))
+    shown, omitted = cap(all_findings, 12 if params.detail != "full" else 50)
+    diags, diags_omitted = cap(diag.diagnoses, LOG_FINDINGS[params.detail])
+    series, n_steps = analysis.series(inp, SERIES_POINTS[params.detail])
+    srcs, srcs_om = cap(diag.sources, 20)
+    result = Result(
+        summary=_summary(prog, learn, all_findings, remote),
+        state=prog.state,
+        progress=prog,
+        learning=learn,
+        findings=shown,
+        findings_omitted=omitted,
+        log_diagnoses=diags,
+        log_diagnoses_omitted=diags_omitted,
+        logs=LogScan(
+            verdict=diag.verdict,
+            sources=srcs,
+            sources_omitted=srcs_om + diag.sources_omitted,
+            lines=diag.lines,
+            bytes=diag.bytes,
+        ),
+        remote_logs=_remote_model(remote),
+        series=series,
+        series_steps=n_steps,
+        eval_series=analysis.eval_series(inp, SERIES_POINTS[params.detail]),
+        outputs=_outputs(inp),
+    )
+    if params.picture:
+        _picture(result, f"{inp.layout.exp_dir.name}: step {prog.last_step}/{prog.total_steps} ({prog.state})")
+    return result
+
+
+def _summary(prog: Progress, learn: Learning, found: list[Finding], remote: ray_logs.Collected | None) -> str:
+    total = prog.total_steps if prog.total_steps is not None else "?"
+    parts = [f"step {prog.last_step if prog.last_step is not None else 0}/{total} {prog.state}"]
+    if prog.step_time_s is not None:
+        parts[0] += f" ({prog.step_time_s:g} s/step, {prog.step_time_trend})"
+    if prog.state == "stalled" and prog.idle_s is not None:
+        parts[0] += f", idle {prog.idle_s:.0f}s"
+    if learn.reward_mean_last is not None:
+        parts.append(f"reward mean {learn.reward_mean_last:.3g} {learn.reward_trend}")
+    if learn.no_signal_groups_pct_last is not None:
+        parts.append(f"{learn.no_signal_groups_pct_last:.0f}% of groups carry no signal")
+    if learn.truncated_pct_last is not None:
+        parts.append(f"{learn.truncated_pct_last:.0f}% truncated")
+    if learn.entropy_last is not None:
+        parts.append(f"entropy {learn.entropy_last:.3g}")
+    if learn.eval_latest:
+        name, val = next(iter(learn.eval_latest.items()))
+        parts.append(f"eval {name} {val:.3g} (step {learn.eval_steps[-1]})")
+    if remote is not None:
+        parts.append(f"{len(remote.logs)} worker log(s) from {remote.nodes} node(s)")
+    counts = count_severities(found)
+    issues = [f.id for f in found if f.severity != "info"][:3]
+    parts.append(
+        f"{counts['blocker']} blocker(s), {counts['warning']} warning(s)" + (f": {', '.join(issues)}" if issues else "")
+    )
+    return "; ".join(parts) + "."
+
+
+DESCRIPTION = """\
+Health of a running or finished XTuner V1 RL (GRPO) run, read from its work dir: where it is (last step vs total, \
+time per step and trend, last log line, stalled or not, checkpoints and HF exports), whether it learns (reward \
+mean/std per step, share of GRPO groups whose rewards are all equal and so carry no gradient, truncation at the \
+length limit, failed/aborted samples with their top errors, missing labels, response length, entropy, eval \
+metrics) and why not: findings with evidence and fixes (judger format mismatch with sample responses, groups \
+without signal, truncation, entropy collapse, eval never run, async samples piling up, tracker or trace output \
+missing) plus the log errors through the diagnosis engine. Reads tracker.jsonl or TensorBoard events, \
+train_rollout/eval_rollout trajectories (streamed) and rank logs; with ray_address also every node's worker logs. \
+Returns compact per-step series and, with picture=true, a PNG of the curves.
+Use when: a run is going or finished and you ask "reward is flat", "responses get cut off", "eval dropped", "is it \
+stuck or just slow", "are rollouts stale".
+Not for: checking a run before launch (use preflight) or a crash log alone (use diagnose_symptom)."""
+
+SPEC = ToolSpec("inspect_run", "Inspect a running or finished RL run", DESCRIPTION, Params, Result, run)
