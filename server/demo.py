@@ -1,8 +1,8 @@
 """``xtuner-rl-mcp demo``: the planning scenario end to end, through a real MCP client over stdio.
 
 Scenario: "launch GRPO on GSM8K on 8 GPUs with LMDeploy" — look up a fact, choose the topology, check the data
-(a clean file and a broken one), inspect the config, write the launch script, run preflight, and diagnose a failed
-run's log. All inputs are the sample files shipped in ``references/samples``.
+(a clean file and a broken one), inspect the config, write the launch script, run preflight, diagnose a failed
+run's log and a report written in words, and inspect a finished run whose reward stays at 0. All inputs are the sample files shipped in ``references/samples``.
 """
 
 from __future__ import annotations
@@ -113,6 +113,16 @@ STEPS: tuple[Step, ...] = (
         "Diagnose a failed run's log",
         "diagnose_symptom",
         lambda s: {"log_path": str(s / "failed_run.log")},
+    ),
+    Step(
+        "Diagnose a report written in words",
+        "diagnose_symptom",
+        lambda s: {"text": "Rollout with LMDeploy hangs once expert_parallel_size is 2; with 1 it runs. 2 x 8 GPUs."},
+    ),
+    Step(
+        "Inspect a finished run whose reward stays at 0",
+        "inspect_run",
+        lambda s: {"path": str(s / "run_reward_zero")},
     ),
 )
 
