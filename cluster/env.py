@@ -43,14 +43,14 @@ class FlagInfo(BaseModel):
 class EnvReport(BaseModel):
     evaluated: Literal["server", "override"] = Field(description="Whose environment: the server's or the 'env' arg")
     backend_flags: list[FlagInfo]
-    effective_backend: str | None = Field(description="What XTuner picks: SGLang > vLLM > LMDeploy among flags == '1'")
+    effective_backend: str | None = Field(description="XTuner's pick among flags == '1': SGLang > vLLM > LMDeploy")
     ignored_backends: list[str] = Field(default_factory=list, description="Flagged but losing to the effective one")
     ray_address: str | None = None
     ray_address_kind: str | None = Field(default=None, description="gcs, dashboard (http), ray_client, invalid")
     cuda_visible_devices: str | None = None
     fa3_flag: str | None = Field(default=None, description="XTUNER_USE_FA3 value")
     xtuner_vars: dict[str, str] = Field(
-        default_factory=dict, description="Every XTUNER_* variable that is set (values cut at 200 characters)"
+        default_factory=dict, description="Every XTUNER_* set (values cut at 200 chars)"
     )
     xtuner_vars_omitted: int = 0
     paths: list[PathInfo] = Field(default_factory=list, description="WORK_DIR, MODEL_PATH, DATA_PATH, EVAL_DATA_PATH")

@@ -18,51 +18,40 @@ GIB = 1024**3
 class ExternalPoolSpec(BaseModel):
     model_config = params_model_config()
 
-    name: str = Field(description="Pool name as XTuner registers it, e.g. 'judger:openai/gsm8k'")
-    num_workers: int = Field(default=1, ge=1, le=100_000, description="Actors in the pool")
-    num_cpus_per_worker: float = Field(default=1.0, gt=0, le=100_000, description="Ray CPUs per actor")
-    cpu_memory_per_worker: int = Field(default=GIB, gt=0, description="Ray memory per actor, bytes (default 1 GiB)")
+    name: str = Field(description="As XTuner registers it, e.g. 'judger:openai/gsm8k'")
+    num_workers: int = Field(default=1, ge=1, le=100_000)
+    num_cpus_per_worker: float = Field(default=1.0, gt=0, le=100_000)
+    cpu_memory_per_worker: int = Field(default=GIB, gt=0, description="Bytes")
 
 
 class Expected(BaseModel):
-    """What the run will ask of Ray: XTuner's AcceleratorResourcesConfig fields (colocated: one group 'train')."""
+    """Run shape to test: what XTuner's AcceleratorResourcesConfig asks of Ray."""
 
     model_config = params_model_config()
 
-    num_workers: int = Field(ge=1, le=100_000, description="AcceleratorResourcesConfig.num_workers (accelerators)")
-    num_cpus_per_worker: float = Field(
-        default=12.0, gt=0, le=100_000, description="Ray CPUs per worker; XTuner default 12"
-    )
-    cpu_memory_per_worker: int = Field(
-        default=16 * GIB, gt=0, description="Ray memory per worker in bytes; XTuner default 16 GiB (17179869184)"
-    )
-    accelerator: Literal["GPU", "NPU"] = Field(default="GPU", description="Ray accelerator resource")
-    num_accelerators_per_worker: float = Field(default=1.0, gt=0, le=64, description="Accelerators per bundle")
+    num_workers: int = Field(ge=1, le=100_000, description="Accelerator workers")
+    num_cpus_per_worker: float = Field(default=12.0, gt=0, le=100_000)
+    cpu_memory_per_worker: int = Field(default=16 * GIB, gt=0, description="Bytes")
+    accelerator: Literal["GPU", "NPU"] = Field(default="GPU")
+    num_accelerators_per_worker: float = Field(default=1.0, gt=0, le=64)
     rollout_num_workers: int | None = Field(
-        default=None,
-        ge=1,
-        le=100_000,
-        description="Disaggregated runs only: workers of the second (rollout) group, checked after the train group",
+        default=None, ge=1, le=100_000, description="Disaggregated: rollout group, checked after train"
     )
     external_pools: list[ExternalPoolSpec] = Field(
-        default_factory=list,
-        max_length=100,
-        description="Judger / agent-loop cpu_resources pools; the 1-CPU rollout_controller pool is always added",
+        default_factory=list, max_length=100, description="Judger/agent-loop CPU pools; rollout_controller's is added"
     )
-    tracing: bool = Field(
-        default=False, description="TraceConfig.enabled will be true: otelcol and OpenTelemetry packages are required"
-    )
+    tracing: bool = Field(default=False, description="TraceConfig enabled: needs otelcol, OpenTelemetry")
 
 
 class FitReport(BaseModel):
-    ok: bool | None = Field(description="All XTuner checks pass against available resources (None: not evaluated)")
+    ok: bool | None = Field(description="All XTuner checks pass (null: not evaluated)")
     rows: list[rr.FitRow] = Field(default_factory=list)
     min_cluster_cpus: float | None = None
     min_cluster_memory_gib: float | None = None
     accelerator: str = "GPU"
     accelerators_needed: float | None = None
     cluster_available: dict[str, float] = Field(
-        default_factory=dict, description="What the cluster had available (accelerator, CPU, memory in GiB)"
+        default_factory=dict, description="Available accelerators, CPUs, memory (GiB)"
     )
     note: str = ""
 
@@ -99,7 +88,7 @@ def requirements(expected: Expected) -> rr.RayRequirements:
 
 
 class RayNeed(BaseModel):
-    """What a config asks of Ray: `ray start` must offer at least this (CPUs and memory are logical)."""
+    """What a config asks of Ray: `ray start` must offer at least this (logical CPUs, memory)."""
 
     accelerator: str = "GPU"
     accelerators: float

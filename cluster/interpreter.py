@@ -26,7 +26,7 @@ PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?(\.exe)?$")
 
 
 class XtunerInstall(BaseModel):
-    """Which XTuner an environment has, told apart by its files (``__version__`` is 0.2.0 with or without V1)."""
+    """Which XTuner an environment has, told by its files (``__version__`` is 0.2.0 with or without V1)."""
 
     location: str = Field(description="Directory of the xtuner package")
     v1_rl: bool = Field(description="The V1 RL files exist (CLI, RL trainer, rollout worker)")
@@ -41,7 +41,7 @@ class XtunerInstall(BaseModel):
 class PythonEnv(BaseModel):
     """The interpreter whose packages were probed."""
 
-    target: str = Field(description="server: this server's own Python; training: the interpreter given")
+    target: str = Field(description="server: this server's Python; training: the one given")
     executable: str
     python_version: str = ""
     prefix: str = ""

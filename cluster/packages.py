@@ -80,9 +80,9 @@ class PackagesReport(BaseModel):
     xtuner: XtunerInstall | None = Field(default=None, description="The xtuner installation, if any")
     xtuner_location: str | None = Field(default=None, description="Directory of the xtuner package, if found")
     xtuner_v1_rl_cli: bool | None = Field(
-        default=None, description="xtuner/v1/train/cli/rl.py exists in the installed xtuner (None: xtuner absent)"
+        default=None, description="xtuner/v1/train/cli/rl.py exists (null: no xtuner)"
     )
-    error: str = Field(default="", description="Why the interpreter could not be probed (then nothing is known)")
+    error: str = Field(default="", description="Why the interpreter could not be probed (nothing known)")
 
     @property
     def training_env(self) -> bool:

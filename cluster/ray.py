@@ -57,25 +57,24 @@ AddressKind = Literal["gcs", "dashboard", "ray_client", "invalid", "none"]
 
 
 class AddressResolution(BaseModel):
-    """Which address would be probed, where it came from, and what kind of address it is."""
+    """Which address would be probed, from where, and of what kind."""
 
-    address: str | None = Field(description="The address as found (GCS host:port or dashboard URL), if any")
-    source: AddressSource = Field(description="explicit argument, RAY_ADDRESS, the local address file, or none")
+    address: str | None = Field(description="As found (GCS host:port or dashboard URL)")
+    source: AddressSource
     kind: AddressKind = Field(
-        description="gcs: host:port of the GCS (what ray.init needs); dashboard: http(s) URL of the dashboard/job "
-        "API (not a GCS address); ray_client: ray:// (Ray Client, not probed); invalid; none"
+        description="gcs: what ray.init needs; dashboard: http(s) URL, not GCS; ray_client: ray://, not probed"
     )
     address_file: str = Field(description="Where the local cluster's address file is looked up")
     note: str = Field(default="", description="Why this address, or what is wrong with it")
 
 
 class RayNodeInfo(BaseModel):
-    """One alive node with what it has and what is free (``available`` = total - used, PG reservations count)."""
+    """One alive node: what it has and what is free (PG reservations count as used)."""
 
     node_id: str
     ip: str
     is_head: bool | None = None
-    total: dict[str, float] = Field(description="Resources the node registered (CPU, GPU, memory bytes, custom...)")
+    total: dict[str, float] = Field(description="Registered resources (CPU, GPU, memory bytes, custom)")
     available: dict[str, float] = Field(description="What is not used or reserved right now")
 
 
@@ -86,36 +85,34 @@ class PlacementGroupInfo(BaseModel):
     name: str
     state: str = Field(description="PENDING, PREPARED, CREATED or RESCHEDULING")
     scheduling_state: str | None = Field(
-        default=None, description="INFEASIBLE (no node shape can ever hold it), NO_RESOURCES (waiting), FINISHED..."
+        default=None, description="INFEASIBLE (never fits), NO_RESOURCES (waiting), FINISHED..."
     )
     strategy: str | None = None
     bundles: list[dict[str, float]] = Field(default_factory=list)
-    xtuner_name: bool = Field(description="Named like a group XTuner creates and would reuse ('train', ...)")
+    xtuner_name: bool = Field(description="Named like a group XTuner creates and reuses ('train', ...)")
 
 
 class RaySnapshot(BaseModel):
     """A read-only look at a Ray cluster."""
 
-    ray_installed: bool = Field(description="Whether the 'ray' package is importable in this server's Python")
+    ray_installed: bool = Field(description="'ray' importable in this server's Python")
     local_ray_version: str | None = Field(description="Ray version installed here (the client side)")
     local_python_version: str = Field(description="Python version of this server")
     resolution: AddressResolution
     method: Literal["gcs", "dashboard_http", "none"] = Field(description="How the cluster was read")
-    reachable: bool = Field(description="True when the cluster answered (even if it then refused auth)")
+    reachable: bool = Field(description="The cluster answered (even if it refused auth)")
     auth_required: bool = Field(default=False, description="The cluster refused us for lack of a valid token")
     auth_hint: str = Field(default="", description="How to supply the token, when auth_required")
     gcs_address: str | None = None
     dashboard_url: str | None = None
     cluster_ray_version: str | None = None
     cluster_python_version: str | None = None
-    version_mismatch: list[str] = Field(
-        default_factory=list, description="Client/cluster Ray or Python differences (both versions named)"
-    )
+    version_mismatch: list[str] = Field(default_factory=list, description="Client/cluster Ray or Python differences")
     nodes: list[RayNodeInfo] = Field(default_factory=list, description="Alive nodes")
     nodes_omitted: int = 0
     total: dict[str, float] = Field(default_factory=dict, description="Cluster totals per resource")
     available: dict[str, float] = Field(
-        default_factory=dict, description="Cluster-wide free resources (what XTuner's checks compare against)"
+        default_factory=dict, description="Cluster-wide free resources (what XTuner checks)"
     )
     placement_groups: list[PlacementGroupInfo] = Field(default_factory=list, description="Non-removed groups")
     placement_groups_omitted: int = 0

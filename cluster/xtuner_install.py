@@ -112,14 +112,14 @@ class XtunerClasses(BaseModel):
     git_commit: str | None = None
     classes_read: int = 0
     classes_not_found: list[str] = Field(
-        default_factory=list, description="Classes not at their b934f46 file in the installation (built-in rows used)"
+        default_factory=list, description="Not at their b934f46 file (built-in rows used)"
     )
     differences: dict[str, list[str]] = Field(
         default_factory=dict, description="Per class, how the installed class differs from b934f46"
     )
     differences_omitted: int = 0
     files_differing: list[str] = Field(
-        default_factory=list, description="Cited XTuner files not byte-identical to b934f46 (rules from them unsure)"
+        default_factory=list, description="Cited XTuner files differing from b934f46 (rules from them unsure)"
     )
 
 

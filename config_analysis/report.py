@@ -11,12 +11,12 @@ REF = "xtuner-rl://references/api-reference#"
 
 
 class Setting(BaseModel):
-    name: str = Field(description="Dotted name, e.g. 'trainer.sync_weights_interval' or 'rollout.context_length'")
+    name: str = Field(description="Dotted, e.g. 'trainer.sync_weights_interval'")
     value: Any = Field(default=None, description="Resolved value (JSON), null when unresolved")
     origin: str = Field(
         description=(
-            "literal: written in the file; default: XTuner's class default; env: from the supplied env; "
-            "env_default: default of an os.environ.get whose variable was not supplied; unresolved: not computable"
+            "literal: in the file; default: XTuner's; env: supplied env; env_default: os.environ.get default (not "
+            "supplied); unresolved"
         )
     )
     expression: str | None = Field(default=None, description="Source expression (always given when unresolved)")
@@ -26,7 +26,7 @@ class Setting(BaseModel):
 
 
 class TaskInfo(BaseModel):
-    manager: str = Field(description="'train' (agent_loop_manager_cfg) or 'eval' (eval_agent_loop_manager_cfg)")
+    manager: str = Field(description="'train' or 'eval' agent-loop manager")
     task_name: str | None = None
     spec_class: str | None = Field(default=None, description="TaskSpecConfig or DisaggTaskSpecConfig")
     weight: Any = None

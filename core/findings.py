@@ -98,19 +98,17 @@ class Finding(BaseModel):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    id: str = Field(description="Stable identifier, e.g. 'data.missing_ground_truth'; safe to match on")
+    id: str = Field(description="Stable, e.g. 'data.missing_ground_truth'")
     severity: Severity = Field(description="blocker: the run will fail; warning: likely wrong; info: note")
-    category: Category = Field(description="Failure-mode category from the catalog's fixed set")
+    category: Category = Field(description="Catalog category")
     title: str = Field(description="One line saying what is wrong")
-    evidence: str = Field(default="", description="What was observed: the value, line or message")
-    location: str | None = Field(default=None, description="Where: 'file:line' or a JSON pointer, if any")
+    evidence: str = Field(default="", description="Observed value, line or message")
+    location: str | None = Field(default=None, description="'file:line' or a JSON pointer")
     fix: str = Field(default="", description="What to do about it")
-    reference: str = Field(
-        default="", description="Resource URI of the explanation, e.g. xtuner-rl://references/data-contract"
-    )
-    source: str | None = Field(default=None, description="XTuner source 'path:line' the rule comes from")
-    owner: Owner | None = Field(default=None, description="Who fixes it (used by preflight to route)")
-    stage: Stage | None = Field(default=None, description="When XTuner would hit it (launch ... first_eval, later)")
+    reference: str = Field(default="", description="Resource URI, e.g. xtuner-rl://references/data-contract")
+    source: str | None = Field(default=None, description="XTuner 'path:line' of the rule")
+    owner: Owner | None = Field(default=None, description="Who fixes it")
+    stage: Stage | None = Field(default=None, description="When XTuner would hit it")
 
     @model_validator(mode="after")
     def _route(self) -> Finding:

@@ -14,11 +14,10 @@ class Evidence(BaseModel):
     line: int = Field(description="1-based line number in that source (0: a live check)")
     text: str = Field(description="The matching line, cleaned of prefixes and colour codes")
     kind: Literal["exception", "detail", "log", "frame", "phrase", "probe"] = Field(
-        description="exception: an exception line; detail: a pydantic validation detail; log: a log line; "
-        "phrase: a line whose wording matches how this failure is described; probe: a live check's finding "
-        "(source 'probe:<tool>', context its finding id)"
+        description="detail: a pydantic validation detail; phrase: wording matches the failure's description; "
+        "probe: a live check's finding (source 'probe:<tool>')"
     )
-    context: str = Field(default="", description="Pydantic details: the line above; phrase: the phrase matched")
+    context: str = Field(default="", description="detail: the line above; phrase: the phrase matched")
 
 
 class ToolCall(BaseModel):
@@ -32,9 +31,8 @@ class Diagnosis(BaseModel):
     category: Category
     match: Literal["signature", "description", "signature_and_description", "probe", "description_and_probe"] = Field(
         default="signature",
-        description="signature: an exact error message matched; description: the wording matches how this failure "
-        "is described (a lead: confirm it with look_for); probe: found by a live check (run_probes), not in the "
-        "report; description_and_probe: suspected from the wording and confirmed by a live check",
+        description="signature: an exact error message; description: matching wording, a lead to confirm with "
+        "look_for; probe: a live check (run_probes) found it",
     )
     severity: Severity
     confidence: float = Field(ge=0, le=1, description="How likely this is the (or a) cause, 0-1")
@@ -45,9 +43,7 @@ class Diagnosis(BaseModel):
     cause: str
     fix: list[str] = Field(description="Ordered fix steps")
     confirm_with: list[ToolCall]
-    look_for: list[str] = Field(
-        default_factory=list, description="Messages that would confirm a description match if found in the logs"
-    )
+    look_for: list[str] = Field(default_factory=list, description="Messages that would confirm a description match")
     reference: str = Field(description="xtuner-rl://failure-modes/<id>")
     doc_reference: str = Field(description="Section of the troubleshooting guide")
     source: list[str] = Field(description="XTuner path:line at b934f46")

@@ -93,14 +93,14 @@ class RayStart(BaseModel):
     worker: str | None = Field(default=None, description="Command each other node runs to join (multi-node only)")
     worker_argv: list[str] | None = None
     worker_script: str | None = Field(
-        default=None, description="Bash script for each other node: the same exports, then joining the head"
+        default=None, description="Bash script for each other node: the exports, then join the head"
     )
     expected_gpus: int = Field(description="GPUs the head's wait loop requires: nodes × gpus_per_node")
     expected_cpus: int | None = Field(
-        default=None, description="Ray CPUs the script checks for before the run (XTuner's need), when known"
+        default=None, description="Ray CPUs the script waits for (XTuner's need), when known"
     )
     expected_memory_gib: float | None = Field(
-        default=None, description="Ray memory (GiB) the script checks for before the run, when known"
+        default=None, description="Ray memory (GiB) the script waits for, when known"
     )
 
 

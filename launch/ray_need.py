@@ -20,7 +20,7 @@ SRC_NEED = f"{rr.SRC_PG_CPU}; {rr.SRC_PG_MEMORY}"
 
 
 class RayNeed(BaseModel):
-    """The Ray resources the run needs; ``known`` is false when the config's resources could not be read."""
+    """The Ray resources the run needs (``known``: false when the config's were unreadable)."""
 
     known: bool
     why_unknown: str = ""

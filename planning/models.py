@@ -59,9 +59,9 @@ class ProduceStrategyPlan(BaseModel):
     module: str
     params: dict[str, Any] = Field(description="Keyword arguments to pass")
     effective_stale_threshold_steps: int = Field(
-        description="(max_staleness + 1) * sync_weights_interval: how many train steps a sample may lag"
+        description="(max_staleness + 1) * sync_weights_interval: train steps a sample may lag"
     )
-    eval_class_name: str = Field(description="Strategy for the eval task (always SyncProduceStrategyConfig)")
+    eval_class_name: str = Field(description="Eval task strategy (always SyncProduceStrategyConfig)")
     why: list[str] = Field(default_factory=list, description="Why these knob values")
     source: str
 
@@ -100,7 +100,7 @@ class RolloutPlan(BaseModel):
     context_length: int = Field(description="max_prompt_len + max_response_len")
     rollout_max_batch_size_per_instance: int = Field(description="XTuner's automatic value for this context_length")
     weight_transport_type: str
-    rules: list[rr.RuleResult] = Field(description="Engine layout rules XTuner enforces (failing only unless full)")
+    rules: list[rr.RuleResult] = Field(description="Engine layout rules XTuner enforces (failing only, unless full)")
     rules_omitted: int = Field(default=0, description="Passing rules left out (detail != full)")
 
 

@@ -14,8 +14,8 @@ class Progress(BaseModel):
     """Where the run is and whether it still moves."""
 
     state: RunState = Field(
-        description="finished: the last step equals total_steps; failed: the logs end in a blocker error; stalled: "
-        "nothing written for longer than stall_threshold_s; running: written recently; not_started: no step yet"
+        description="finished: last step = total_steps; failed: logs end in a blocker; stalled: idle over "
+        "stall_threshold_s; not_started: no step yet"
     )
     last_step: int | None = Field(description="Newest finished train step (tracker, trajectories or logs)")
     total_steps: int | None = Field(description="From 'Train step n/total' log lines")
@@ -24,7 +24,7 @@ class Progress(BaseModel):
     step_time_first_s: float | None = Field(description="Median time/step of the first 10 steps, seconds")
     step_time_trend: Literal["steady", "slowing", "speeding_up", "unknown"]
     eta_s: float | None = Field(description="Remaining steps x step_time_s, when running")
-    last_activity: str | None = Field(description="Newest write to a log, tracker or trajectory file (UTC, ISO 8601)")
+    last_activity: str | None = Field(description="Newest log, tracker or trajectory write (UTC ISO 8601)")
     last_activity_file: str | None = None
     idle_s: float | None = Field(description="Seconds since last_activity")
     stall_threshold_s: float | None = Field(description="Idle time after which an unfinished run counts as stalled")
@@ -42,28 +42,28 @@ class ErrorCount(BaseModel):
 
 
 class Learning(BaseModel):
-    """Whether the run learns, from the trajectory files and the tracker."""
+    """Whether the run learns, from trajectories and tracker."""
 
     trajectory_files: int = Field(description="train_rollout_<step>.jsonl files present")
-    steps_scanned: int = Field(description="Train trajectory files read (newest and evenly spread when capped)")
+    steps_scanned: int = Field(description="Train trajectory files read (newest + evenly spread when capped)")
     trajectory_files_omitted: int
     bytes_scanned: int
     samples: int = Field(description="Train samples read")
     unreadable_lines: int
-    window: int = Field(description="Number of newest scanned steps the *_last figures average over")
+    window: int = Field(description="Newest scanned steps the *_last figures average")
     reward_mean_first: float | None
     reward_mean_last: float | None
     reward_trend: Trend
     reward_std_last: float | None
     no_signal_groups_pct_last: float | None = Field(
-        description="Share of GRPO groups (2+ samples of one prompt) whose rewards are all equal: zero advantage"
+        description="Share of GRPO groups (2+ samples) with all-equal rewards: zero advantage"
     )
     all_zero_groups_pct_last: float | None
     truncated_pct_last: float | None = Field(description="Share of responses with finish_reason 'length'")
     response_len_mean_last: float | None
     response_len_max: int | None
     group_size: int | None = Field(description="Most common samples per group (prompt_repeat_k)")
-    missing_labels: int = Field(description="Samples whose label (reward_model.ground_truth) is null or empty")
+    missing_labels: int = Field(description="Samples with null or empty reward_model.ground_truth")
     status_counts: dict[str, int] = Field(description="Sample status over train and eval files read")
     top_errors: list[ErrorCount]
     top_errors_omitted: int
@@ -98,7 +98,7 @@ class Outputs(BaseModel):
 
 
 class RemoteLogs(BaseModel):
-    """Worker logs collected from the Ray cluster's nodes through the dashboard's log API."""
+    """Worker logs from the Ray nodes via the dashboard's log API."""
 
     address: str
     dashboard_url: str | None

@@ -37,16 +37,16 @@ class LineExample(BaseModel):
     message: str
     excerpt: str = Field(description="Start of the line (at most 160 characters)")
     schema_error: str | None = Field(
-        default=None, description="jsonschema's explanation against rl-sample.schema.json (JSON path: message)"
+        default=None, description="jsonschema's message vs rl-sample.schema.json (path: message)"
     )
     count: int = Field(default=1, description="Lines with this same issue (numbers in the message ignored)")
     lines: list[int] = Field(default_factory=list, description="The first (up to 10) of those line numbers")
 
 
 class DerivableGroundTruth(BaseModel):
-    """Lines without a ground truth whose answer field already holds it as GSM8K's '#### <n>'."""
+    """Lines without ground truth whose answer field holds it as '#### <n>'."""
 
-    lines: int = Field(description="Lines missing reward_model.ground_truth that a field can supply it for")
+    lines: int = Field(description="Lines missing reward_model.ground_truth a field can supply")
     fields: dict[str, int] = Field(description="JSON pointer of the answer field -> lines")
     first_lines: list[str] = Field(description="file:line of the first such lines")
 
@@ -66,7 +66,7 @@ class DataStats(BaseModel):
     ground_truth_types: dict[str, int] = Field(description="JSON type of reward_model.ground_truth -> lines")
     prompt_roles: dict[str, int] = Field(description="Messages per role over all well-formed prompts")
     empty_prompts: int = Field(description="Prompts whose every message text is empty or whitespace")
-    duplicate_prompts: int = Field(description="Lines whose prompt text equals an earlier line's (hash-based)")
+    duplicate_prompts: int = Field(description="Lines repeating an earlier prompt (hash-based)")
     duplicate_prompts_checked: int = Field(description="Prompts the duplicate count covers (capped at 4 million)")
     prompt_length: PromptLength
 

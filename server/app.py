@@ -184,7 +184,8 @@ class _PassThroughArguments(ArgModelBase):
 
 
 def compact_schema(schema: Any, key: str | None = None) -> Any:
-    """The same JSON Schema with less to read: no generated ``title``s, ``X | None`` as ``type: [X, "null"]``.
+    """The same JSON Schema with less to read: no generated ``title``s, no ``default: null``, ``X | None`` as
+    ``type: [X, "null"]``.
 
     Every assistant session pays for the tool definitions; pydantic's titles repeat the field names and its
     nullable ``anyOf`` spells one type in three objects. Field descriptions, defaults and bounds are kept.
@@ -194,6 +195,8 @@ def compact_schema(schema: Any, key: str | None = None) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = {k: compact_schema(v, k) for k, v in schema.items() if not (k == "title" and key != "properties")}
+    if out.get("default", 0) is None and key != "properties":
+        del out["default"]  # an optional field's null default: absent from `required` already says so
     any_of = out.get("anyOf")
     if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
         (other,) = [x for x in any_of if x != {"type": "null"}]

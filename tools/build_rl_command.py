@@ -19,72 +19,51 @@ from ..launch.ray_need import RayNeed, need_from_text, need_text
 from ..launch.script import build_script, build_worker_script, log_file_pattern
 from ..launch.shell import export_lines, join_command
 
-DESCRIPTION = """\
-Writes a complete, shell-safe launch plan for an XTuner V1 RL (GRPO) run: the env to export (exactly one \
-XTUNER_USE_* flag, the other two unset), the RL CLI argv and one quoted command line, `ray start` commands for the \
-head and the other nodes, and a bash script that raises `ulimit -n`, exports before `ray start`, waits until Ray \
-shows every GPU and the CPUs/memory XTuner needs (computed from the config, in the summary), then runs the CLI with \
-a log file. Checks the config statically and reports problems as findings. Never executes anything.
-Use when: you need the command or script to launch an RL run (single or multi-node) after planning and checks.
-Not for: checking a live Ray cluster (use probe_environment), validating reward data (use check_reward_data), or \
-a whole go/no-go (use preflight)."""
+DESCRIPTION = (
+    "Writes a shell-safe launch plan for an XTuner V1 RL run, never running it: exports (one "
+    "XTUNER_USE_* flag), the CLI command, `ray start` per node and a bash script that waits until Ray "
+    "offers the GPUs, CPUs and memory the config needs; config problems as findings.\n"
+    "Use when: you need the command or script to launch a run.\n"
+    "Not for: a live cluster (probe_environment), reward data (check_reward_data), go/no-go (preflight)."
+)
 
 
 class Params(BaseModel):
     model_config = params_model_config()
 
-    config: str = Field(description="Path of the RL Python config; it must define a module-level `trainer`")
-    backend: Backend = Field(description="Rollout backend: lmdeploy, sglang or vllm (vllm cannot start at b934f46)")
-    model_path: str | None = Field(
-        default=None, description="Model directory, exported as MODEL_PATH (omitted: not exported)"
-    )
-    data_path: str | None = Field(default=None, description="Training data (JSONL), exported as DATA_PATH")
-    eval_data_path: str | None = Field(default=None, description="Evaluation data (JSONL), exported as EVAL_DATA_PATH")
-    work_dir: str | None = Field(
-        default=None, description="Output directory: passed as --work-dir and exported as WORK_DIR"
-    )
+    config: str = Field(description="RL config file (.py) defining a module-level `trainer`")
+    backend: Backend = Field(description="vllm cannot start at b934f46")
+    model_path: str | None = Field(default=None, description="→ MODEL_PATH")
+    data_path: str | None = Field(default=None, description="Training JSONL → DATA_PATH")
+    eval_data_path: str | None = Field(default=None, description="Eval JSONL → EVAL_DATA_PATH")
+    work_dir: str | None = Field(default=None, description="--work-dir, → WORK_DIR")
     num_workers: int | None = Field(
         default=None,
         ge=1,
         le=1_000_000,
-        description="Training workers (--num-workers, colocated configs only); default nodes × gpus_per_node",
+        description="--num-workers (colocated only); default nodes × gpus_per_node",
     )
-    nodes: int = Field(default=1, ge=1, le=10_000, description="Number of nodes in the Ray cluster")
-    gpus_per_node: int = Field(default=8, ge=1, le=1024, description="GPUs Ray advertises on each node")
-    head_address: str | None = Field(
-        default=None, description="Host name or IPv4 address of the head node; required when nodes > 1"
-    )
-    ray_port: int = Field(default=6379, ge=1, le=65535, description="Ray head (GCS) port")
+    nodes: int = Field(default=1, ge=1, le=10_000)
+    gpus_per_node: int = Field(default=8, ge=1, le=1024)
+    head_address: str | None = Field(default=None, description="Host or IPv4; required when nodes > 1")
+    ray_port: int = Field(default=6379, ge=1, le=65535)
     extra_env: dict[str, str] = Field(
         default_factory=dict,
-        description="More variables to export before `ray start`, in order; may override the per-backend defaults. "
-        "Refused: names the plan sets itself (XTUNER_USE_*, WORK_DIR, MODEL_PATH, DATA_PATH, EVAL_DATA_PATH, "
-        "WORLD_SIZE, RAY_ADDRESS) and names that change how bash runs the script (PATH, IFS, BASH*, ENV, ...)",
+        description="Extra exports before `ray start`, in order; plan-set names, PATH, IFS, BASH*, ENV refused",
     )
-    python: str = Field(
-        default="python",
-        description="Python interpreter: a plain name (python3) or a path (/opt/venv/bin/python), used as one word",
-    )
+    python: str = Field(default="python", description="Interpreter name or path, used as one word")
     entry: Entry = Field(
         default="module",
-        description="module: python -m xtuner.v1.train.cli.rl; script: python xtuner/v1/train/cli/rl.py "
-        "(run from the XTuner repo root)",
+        description="module: -m xtuner.v1.train.cli.rl; script: xtuner/v1/train/cli/rl.py from the repo",
     )
-    check_paths: bool = Field(
-        default=False,
-        description="Check that the local paths exist with the right kind (inside the server's allowed roots)",
-    )
-    allow_unsupported: bool = Field(
-        default=False, description="Downgrade the vLLM blocker to a warning (it fails at this XTuner commit)"
-    )
-    wait_timeout_s: int = Field(
-        default=600, ge=1, le=86_400, description="How long the script waits for all GPUs to join the Ray cluster"
-    )
+    check_paths: bool = Field(default=False)
+    allow_unsupported: bool = Field(default=False, description="vLLM blocker becomes a warning")
+    wait_timeout_s: int = Field(default=600, ge=1, le=86_400, description="Script's wait for all GPUs to join Ray")
     ray_num_cpus: int | None = Field(
-        default=None, ge=1, le=1_000_000, description="Pin `ray start --num-cpus` on every node (default: Ray detects)"
+        default=None, ge=1, le=1_000_000, description="Pin `ray start --num-cpus`; default Ray detects"
     )
     ray_memory_gib: float | None = Field(
-        default=None, gt=0, le=1e6, description="Pin `ray start --memory` (GiB) on every node (default: Ray detects)"
+        default=None, gt=0, le=1e6, description="Pin `ray start --memory`; default Ray detects"
     )
 
 
@@ -97,14 +76,14 @@ class Result(ToolResult):
     trainer_kind: TrainerKind = Field(description="Trainer type found statically in the config")
     env: dict[str, str] = Field(description="Variables to export before `ray start`, in order")
     unset: list[str] = Field(description="Variables to unset before `ray start`")
-    env_origin: dict[str, str] = Field(description="Why each exported or unset variable is there, with its source")
+    env_origin: dict[str, str] = Field(description="Why each exported or unset variable is there")
     exports: str = Field(description="The unset/export lines, shell-quoted, for every node")
     argv: list[str] = Field(description="The RL command, one element per argument")
-    command: str = Field(description="The RL command as one shell-quoted line (run after the exports and Ray start)")
+    command: str = Field(description="The RL command, one shell-quoted line (after exports and Ray start)")
     ray_start: RayStart
     script: str = Field(description="Complete bash launch script for the head node")
-    ray_need: RayNeed = Field(description="GPUs, CPUs and memory Ray must offer for XTuner's checks, from the config")
-    log_file: str = Field(description="Where the script appends the run's output (timestamp filled in at run time)")
+    ray_need: RayNeed = Field(description="What Ray must offer for XTuner's checks, from the config")
+    log_file: str = Field(description="Where the script appends the output (timestamp filled at run time)")
     findings: list[Finding]
     findings_omitted: int = 0
     notes: list[str]

@@ -52,47 +52,25 @@ Judger = Literal["gsm8k", "dapo_math", "geo3k", "generic", "auto"]
 class Params(BaseModel):
     model_config = params_model_config()
 
-    path: str = Field(
-        description="A .jsonl file, a directory (every *.jsonl below it) or a glob such as 'data/*.jsonl'. Relative "
-        "paths start at the first allowed root; only files inside the allowed roots are read."
-    )
-    role: Literal["train", "eval"] = Field(
-        default="train", description="What the data is for: duplicates weigh more in an eval set (metric bias)."
-    )
+    path: str = Field(description=".jsonl file, dir (*.jsonl below) or glob; relative to the first allowed root")
+    role: Literal["train", "eval"] = Field(default="train", description="Duplicates weigh more in eval")
     judger: Judger = Field(
         default="auto",
-        description="Which judger's rules to add to the generic contract: gsm8k (GSM8KJudgerConfig), dapo_math, "
-        "geo3k, generic (contract only) or auto (per line from data_source: openai/gsm8k -> gsm8k, "
-        "hiyouga/geometry3k -> geo3k, anything else generic).",
+        description="Rules added to the contract (generic: none); auto: by data_source",
     )
-    max_examples_per_code: int = Field(
-        default=20, ge=0, le=1000, description="Distinct issues listed per error code (identical ones counted)."
-    )
+    max_examples_per_code: int = Field(default=20, ge=0, le=1000, description="Distinct issues listed per code")
     max_line_bytes: int = Field(
-        default=1 << 20,
-        ge=1024,
-        le=256 << 20,
-        description="Lines longer than this (bytes) are reported as line_too_long and not loaded.",
+        default=1 << 20, ge=1024, le=256 << 20, description="Longer lines: line_too_long, not loaded"
     )
     engine: Literal["local", "ray"] = Field(
         default="local",
-        description="local: this machine (all cores for big files). ray: spread files and byte ranges over an "
-        "EXISTING Ray cluster at ray_address (never starts one); files must be at the same path on every node.",
+        description="ray: an EXISTING cluster; files at the same path on every node",
     )
-    ray_address: str | None = Field(
-        default=None,
-        description="GCS address host:port of the existing Ray cluster for engine='ray'; default RAY_ADDRESS.",
-    )
-    ray_timeout_s: float = Field(
-        default=600.0,
-        ge=5,
-        le=7200,
-        description="engine='ray': give up (and cancel the tasks) after this many seconds.",
-    )
+    ray_address: str | None = Field(default=None, description="GCS host:port for engine=ray; default RAY_ADDRESS")
+    ray_timeout_s: float = Field(default=600.0, ge=5, le=7200, description="engine=ray: cancel after this")
     detail: Detail = Field(
         default="normal",
-        description="summary: counts and findings only; normal: up to 50 examples, spread over the codes; full: every "
-        "example kept (max_examples_per_code distinct issues per code; identical ones are counted, not repeated).",
+        description="summary: counts, findings; normal: ≤50 examples; full: all",
     )
 
 
@@ -117,20 +95,18 @@ class Result(ToolResult):
     findings: list[Finding]
     suggestions: list[Suggestion]
     derivable_ground_truth: DerivableGroundTruth | None = Field(
-        default=None, description="Lines missing ground_truth whose answer field holds it as '#### <n>'"
+        default=None, description="Lines missing ground_truth an answer field supplies"
     )
 
 
-DESCRIPTION = """\
-Validate XTuner V1 RL training/eval JSONL data against the line contract (prompt, data_source, \
-reward_model.ground_truth, extra_info) and the chosen judger's rules (GSM8K string ground truth that can match, \
-'####' instruction, ...), streaming, with line numbers, JSON pointers, per-code counts, data statistics and the exact \
-conversion command (never run) for raw GSM8K or chat 'messages' files or a ground truth derivable from a \
-'#### <n>' answer field; identical errors are one example with a count. engine='ray' uses an existing Ray cluster.
-Use when: before launching a run, or when a run failed with KeyError: 'prompt', 'data_source is required in item' or \
-'RolloutState must have reward_model with ground_truth'; on a file, a directory or a glob of .jsonl.
-Not for: Python config files (use inspect_config) or logs of a failed run (use diagnose_symptom)."""
-
+DESCRIPTION = (
+    "Validates XTuner V1 RL JSONL (file, dir or glob) against the line contract (prompt, data_source, "
+    "reward_model.ground_truth) and the judger's rules, streaming: line numbers, counts per code, "
+    "statistics, a conversion command for raw GSM8K or chat files; can use a Ray cluster.\n"
+    "Use when: before launch, or after KeyError: 'prompt' or a missing ground_truth.\n"
+    "Not for: configs (inspect_config), failed-run logs (diagnose_symptom), a live run's rewards "
+    "(inspect_run)."
+)
 # --------------------------------------------------------------------------------------------------------
 # The tool
 # --------------------------------------------------------------------------------------------------------

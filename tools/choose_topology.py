@@ -62,87 +62,58 @@ class Params(BaseModel):
     config: str | None = Field(
         default=None,
         max_length=4096,
-        description="Your RL config (.py): plan from it, keeping its topology, workers, TP/EP, per-worker CPUs/memory, "
-        "strategy and intervals unless XTuner's rules or the cluster force a change",
+        description="Path of your RL config (.py) to plan from; kept where XTuner and the cluster allow",
     )
     nodes: int | None = Field(
-        default=None, ge=1, le=4096, description="Number of machines with accelerators (not needed with use_cluster)"
+        default=None, ge=1, le=4096, description="Machines with accelerators; not with use_cluster"
     )
-    gpus_per_node: int | None = Field(
-        default=None,
-        ge=1,
-        le=64,
-        description="Accelerators per node; default 8 for GPU, 16 for NPU (XTuner forces 16 per NPU node)",
-    )
-    accelerator: Literal["GPU", "NPU"] = Field(default="GPU", description="GPU (CUDA) or NPU (Ascend)")
-    cpus_per_node: float | None = Field(
-        default=None, gt=0, le=100000, description="Ray CPUs per node (as `ray status` shows); enables the fit check"
-    )
+    gpus_per_node: int | None = Field(default=None, ge=1, le=64, description="Default 8 (GPU) or 16 (NPU, forced)")
+    accelerator: Literal["GPU", "NPU"] = Field(default="GPU")
+    cpus_per_node: float | None = Field(default=None, gt=0, le=100000, description="Ray CPUs; enables the fit check")
     memory_gib_per_node: float | None = Field(
-        default=None,
-        gt=0,
-        le=1e6,
-        description="Ray `memory` resource per node in GiB as `ray status` shows it (not physical RAM); "
-        "enables the fit check",
+        default=None, gt=0, le=1e6, description="Ray `memory` (not RAM); enables the fit check"
     )
-    use_cluster: bool = Field(
-        default=False, description="Read nodes, CPUs and memory from a live read-only Ray probe instead"
-    )
+    use_cluster: bool = Field(default=False, description="Read nodes, CPUs, memory from live Ray")
     ray_address: str | None = Field(
-        default=None, max_length=512, description="Ray address for use_cluster (default: RAY_ADDRESS or local head)"
+        default=None, max_length=512, description="For use_cluster; default RAY_ADDRESS or local"
     )
     model_path: str | None = Field(
-        default=None,
-        max_length=4096,
-        description="HF model directory; its config.json gives size, layers, heads and MoE experts",
+        default=None, max_length=4096, description="HF model dir (size, layers, heads, experts)"
     )
-    params_b: float | None = Field(
-        default=None, gt=0, le=10000, description="Total parameters in billions, when no model_path is given"
-    )
-    max_prompt_len: int = Field(default=1024, ge=1, le=2_000_000, description="Max prompt tokens")
-    max_response_len: int = Field(default=4096, ge=1, le=2_000_000, description="Max response tokens")
-    prompt_repeat_k: int = Field(default=8, ge=1, le=1024, description="Rollouts per prompt (GRPO group size)")
-    train_batch_size: int = Field(default=64, ge=1, le=1_000_000, description="Prompt groups per train step")
+    params_b: float | None = Field(default=None, gt=0, le=10000, description="Billions, without model_path")
+    max_prompt_len: int = Field(default=1024, ge=1, le=2_000_000)
+    max_response_len: int = Field(default=4096, ge=1, le=2_000_000)
+    prompt_repeat_k: int = Field(default=8, ge=1, le=1024, description="GRPO group size")
+    train_batch_size: int = Field(default=64, ge=1, le=1_000_000, description="Prompt groups per step")
     priority: Priority = Field(
         default="simplicity",
-        description="simplicity: easiest config that runs; throughput: keep rollout busy; on_policy: no stale samples",
+        description="simplicity: easiest; throughput: busy rollout; on_policy: never stale",
     )
-    long_tail_responses: bool = Field(
-        default=False, description="Some responses are much longer than most (stragglers stall sync rollout)"
-    )
-    backend: Backend = Field(default="lmdeploy", description="Rollout engine (selected by XTUNER_USE_<BACKEND>=1)")
-    topology: Topology | None = Field(default=None, description="Force a topology instead of choosing one")
-    rollout_gpus: int | None = Field(
-        default=None, ge=1, description="Disaggregated only: accelerators for rollout (rest train)"
-    )
-    tensor_parallel_size: int | None = Field(default=None, ge=1, le=256, description="Force rollout TP size")
-    expert_parallel_size: int | None = Field(default=None, ge=1, le=1024, description="Force rollout EP size")
-    sp_size: int = Field(default=1, ge=1, le=1024, description="Training sequence-parallel size")
-    gpu_memory_gib: float | None = Field(
-        default=None, gt=0, le=4096, description="Memory per accelerator in GiB; default 80 (GPU) / 64 (NPU)"
-    )
+    long_tail_responses: bool = Field(default=False, description="A few responses far longer (stall sync rollout)")
+    backend: Backend = Field(default="lmdeploy")
+    topology: Topology | None = Field(default=None, description="Force instead of choosing")
+    rollout_gpus: int | None = Field(default=None, ge=1, description="Disaggregated: rollout share, rest train")
+    tensor_parallel_size: int | None = Field(default=None, ge=1, le=256, description="Force rollout TP")
+    expert_parallel_size: int | None = Field(default=None, ge=1, le=1024, description="Force rollout EP")
+    sp_size: int = Field(default=1, ge=1, le=1024, description="Training sequence parallel")
+    gpu_memory_gib: float | None = Field(default=None, gt=0, le=4096, description="Default 80 (GPU), 64 (NPU)")
     gpu_memory_utilization: float | None = Field(
-        default=None, gt=0, lt=1, description="Rollout engine memory fraction; default 0.8"
+        default=None, gt=0, lt=1, description="Rollout engine share; default 0.8"
     )
-    sync_weights_interval: int = Field(default=1, ge=1, le=100000, description="Train steps per weight sync")
-    total_train_steps: int = Field(default=100, ge=1, le=10_000_000, description="Total train steps")
-    enable_evaluate: bool = Field(default=True, description="Evaluate on a held-out set during training")
-    evaluate_step: int | None = Field(
-        default=None, ge=1, description="Evaluate every N steps (rounded up to a multiple of sync_weights_interval)"
+    sync_weights_interval: int = Field(
+        default=1, ge=1, le=100000, description="Steps per weight sync; intervals below round up to a multiple"
     )
-    checkpoint_interval: int | None = Field(
-        default=None, ge=1, description="Checkpoint every N steps (rounded up to a multiple of the sync interval)"
-    )
-    hf_interval: int | None = Field(
-        default=None, ge=1, description="Save HF weights every N steps (rounded up to a multiple of the sync interval)"
-    )
+    total_train_steps: int = Field(default=100, ge=1, le=10_000_000)
+    enable_evaluate: bool = Field(default=True)
+    evaluate_step: int | None = Field(default=None, ge=1)
+    checkpoint_interval: int | None = Field(default=None, ge=1)
+    hf_interval: int | None = Field(default=None, ge=1, description="Steps between HF saves")
     judger_cpu_workers: int = Field(
-        default=1, ge=0, le=1024, description="Judger actors (1 CPU each) outside the GPU groups; 0 = in the driver"
+        default=1, ge=0, le=1024, description="1-CPU judger actors outside GPU groups; 0 = in the driver"
     )
     detail: Detail = Field(
         default="normal",
-        description="normal: everything, but only failing fit rows and rules; summary: also no config_snippet or "
-        "diagram; full: every fit row and rule, passing or not",
+        description="Failing fit rows/rules only (summary: no snippet, diagram); full: all",
     )
 
 
@@ -170,7 +141,7 @@ class Result(ToolResult):
     config_snippet: str
     diagram: str
     from_config: ConfigPlanReport | None = Field(
-        default=None, description="With `config`: what was kept, what changed and why, and the effective staleness"
+        default=None, description="With `config`: what was kept, changed and why; effective staleness"
     )
     findings: list[Finding]
     findings_omitted: int = 0
@@ -299,14 +270,13 @@ def _summary(plan: TopologyPlan, shape: ClusterShape, blockers: list[Finding], r
 
 
 DESCRIPTION = (
-    "Choose colocated sync, colocated async or disaggregated for an XTuner V1 GRPO run and size it: config classes, "
-    "produce strategy and effective staleness, workers/CPUs/memory that pass XTuner's own Ray checks, rollout TP/EP, "
-    "a per-GPU memory estimate, a paste-ready Python config and a Mermaid diagram.\n"
-    "Pass `config` to plan from your own file: its choices are kept, and what XTuner's rules or the cluster force to "
-    "change is listed with the numbers.\n"
-    "Use when: planning a new RL run or re-sizing one for a different cluster or model.\n"
-    "Not for: checking an existing config file (use inspect_config), probing a live cluster's state "
-    "(use probe_environment), or a go/no-go before launch (use preflight)."
+    "Chooses colocated sync, colocated async or disaggregated for an XTuner V1 GRPO run and sizes it "
+    "(workers/CPUs/memory passing XTuner's Ray checks, rollout TP/EP, staleness, GPU memory) with a "
+    "paste-ready config and diagram; with `config`, plans from your file.\n"
+    "Use when: planning a run or re-sizing it for another cluster or model.\n"
+    "Not for: a config's errors (inspect_config), a live cluster (probe_environment), go/no-go "
+    "(preflight)."
 )
+
 
 SPEC = ToolSpec("choose_topology", "Choose XTuner RL topology and resources", DESCRIPTION, Params, Result, run)

@@ -60,34 +60,25 @@ class Params(BaseModel):
     text: str | None = Field(
         default=None,
         max_length=MAX_TEXT_CHARS,
-        description="Pasted error, traceback or log excerpt (any prefixes, ANSI colours, CRLF are fine). "
-        "Give this and/or log_path.",
+        description="Pasted error, traceback or log; this and/or log_path",
     )
     log_path: str | None = Field(
         default=None,
-        description="A log file, or a directory such as <work_dir>/<timestamp>/logs: every *.log, *.txt, *.out, "
-        f"*.err below it (depth {MAX_DIR_DEPTH}, newest first, at most {MAX_FILES} files) is read. Must be inside "
-        "the server's allowed roots. Files are streamed; over 1 GiB only the last 1 GiB is read; over 4 MiB only lines "
-        "carrying an error/warning marker (exception name, ERROR/WARNING level, traceback) are matched.",
+        description=f"Log file or dir (*.log/txt/out/err, depth {MAX_DIR_DEPTH}, newest {MAX_FILES})",
     )
     config_path: str | None = Field(
-        default=None,
-        description="The run's XTuner RL config (.py): fills confirm_with calls and, with run_probes, is inspected.",
+        default=None, description="Run's config (.py): fills confirm_with; inspected with run_probes"
     )
     data_path: str | None = Field(
-        default=None,
-        description="The run's training JSONL (file or directory): fills confirm_with calls and, with run_probes, "
-        "is checked with check_reward_data.",
+        default=None, description="Run's training JSONL: fills confirm_with; checked with run_probes"
     )
     run_probes: bool = Field(
         default=False,
-        description="Also run read-only live checks to confirm the diagnosis: probe_environment (backend flag and "
-        "package, Ray reachable and its resources), check_reward_data on data_path, inspect_config on config_path.",
+        description="Confirm with read-only probe_environment, check_reward_data, inspect_config",
     )
-    max_findings: int = Field(default=5, ge=1, le=50, description="Most findings to return, best first.")
+    max_findings: int = Field(default=5, ge=1, le=50)
     detail: Detail = Field(
-        default="normal",
-        description="summary: 1 evidence line per finding, 3 unrecognized lines; normal: 3 and 10; full: 10 and 50.",
+        default="normal", description="Evidence/unrecognized lines: summary 1/3, normal 3/10, full 10/50"
     )
 
 
@@ -117,29 +108,27 @@ class Scanned(BaseModel):
     sources_omitted: int
     bytes: int
     lines: int
-    candidate_lines: int = Field(description="Lines decoded and matched (the rest were skipped by the prefilter)")
+    candidate_lines: int = Field(description="Lines decoded and matched (the rest skipped by the prefilter)")
     scan_mode: Literal["exact", "markers"] = Field(
-        description="exact: every catalog literal was searched; markers: large input, only lines with an "
-        "error/warning marker (exception names, log levels, traceback and pydantic structure) were matched"
+        description="exact: every catalog literal searched; markers: large input, only lines with an error/warning "
+        "marker matched"
     )
     notes: list[str] = Field(default_factory=list)
 
 
 class Result(ToolResult):
     verdict: Verdict = Field(
-        description="failure_found: an exact error message of a blocker matched; blocker_found_by_probe: no exact "
-        "message of a blocker, but a live check (run_probes) found one; hang_suspected: only stall signals; "
-        "warnings_only; suspected_from_description: no exact message, candidates ranked from the wording (confirm "
-        "with look_for and questions); no_known_failure: nothing matched (common causes listed, see "
-        "unrecognized_errors)"
+        description="failure_found: a blocker's exact message matched; blocker_found_by_probe: only a live check "
+        "found one; hang_suspected: only stall signals; suspected_from_description: ranked from wording (confirm "
+        "with look_for, questions); no_known_failure: see unrecognized_errors"
     )
-    findings: list[Diagnosis] = Field(description="Ranked by confidence, best first; each says how it matched")
+    findings: list[Diagnosis] = Field(description="Best first; each says how it matched")
     questions: list[str] = Field(
-        default_factory=list, description="When the cause is only suspected: what to check that tells candidates apart"
+        default_factory=list, description="When only suspected: what tells the candidates apart"
     )
     findings_omitted: int
     unrecognized_errors: list[UnrecognizedError] = Field(
-        description="Error-looking lines no catalog entry matched (distinct messages, first occurrence)"
+        description="Error-looking lines no entry matched (distinct, first occurrence)"
     )
     unrecognized_errors_omitted: int = Field(description="Distinct unrecognized messages not listed")
     probes: list[Probe] = Field(default_factory=list, description="Live checks, when run_probes is true")
@@ -363,14 +352,12 @@ def _routes(shown: list[Diagnosis], scanner: Scanner) -> list[Route]:
     return [Route(area=a, reason=reasons[a], failure_mode_ids=ids) for a, ids in areas.items()]  # type: ignore[arg-type]
 
 
-DESCRIPTION = """\
-Diagnoses a failed or stuck XTuner V1 RL (GRPO) run from a pasted traceback/log excerpt or a log file/directory: \
-ranked findings from the failure-mode catalog, each with confidence, evidence lines, cause, ordered fix steps, \
-the tool calls that would confirm it, the XTuner source and a reference URI; error lines no entry matched are \
-listed, never dropped. Handles Python tracebacks (chained, Ray-wrapped), pydantic validation blocks, log \
-prefixes, ANSI colours, CRLF, interleaved workers and stalls (placement groups pending); streams large logs.
-Use when: a run crashed, hung or misbehaved and you have its error text or logs.
-Not for: checking a run before launch (use preflight, inspect_config, check_reward_data, probe_environment) or \
-general questions (use lookup_reference)."""
-
+DESCRIPTION = (
+    "Diagnoses a failed or stuck XTuner V1 RL run from pasted errors or a log file or dir: ranked "
+    "failure modes with confidence, evidence, cause, fixes, confirming tool calls and XTuner source; "
+    "unmatched errors listed. Follows chained and Ray-wrapped tracebacks.\n"
+    "Use when: a run crashed or hung and you have its error text or logs.\n"
+    "Not for: before launch (preflight); a run still going or finished without a crash (inspect_run); "
+    "general questions (lookup_reference)."
+)
 SPEC = ToolSpec("diagnose_symptom", "Diagnose a failed or stuck RL run", DESCRIPTION, Params, Result, run)

@@ -36,41 +36,28 @@ from ..xtuner_rules import classes as xc
 MAX_CONFIG_BYTES = 1024 * 1024
 
 DESCRIPTION = (
-    "Statically analyse an XTuner V1 RL config (.py) with `ast` — never imports or runs it — and predict the errors "
-    "XTuner would raise at load or build time: missing `trainer`, unknown/missing fields, colocated vs "
-    "disaggregated class mix-ups, interval/steps/debug validation, evaluation without eval manager or evaluator, "
-    "RolloutConfig without context_length, tasks without a judger, batch judging with a native judger, tracing "
-    "needs. Also lists env vars read, key settings, tasks and resources. Each finding quotes the XTuner message "
-    "and its path:line.\n"
-    "Use when: you wrote or edited an RL config and want to know, before queueing GPUs, whether it will load and "
-    "start; or to see which env vars a config needs.\n"
-    "Not for: the full go/no-go check before launch (use preflight), data files (use check_reward_data), the "
-    "cluster or backend packages (use probe_environment)."
+    "Reads an XTuner V1 RL config (.py) with ast, never running it, and predicts XTuner's load/build "
+    "errors (missing `trainer`, unknown fields, class mix-ups, intervals, eval, judgers), citing "
+    "XTuner's message and path:line; lists env vars, settings, tasks, resources.\n"
+    "Use when: you wrote or edited a config: will it load, which env vars does it need?\n"
+    "Not for: data (check_reward_data), cluster (probe_environment), go/no-go (preflight)."
 )
 
 
 class Params(BaseModel):
     model_config = params_model_config()
 
-    path: str = Field(description="Path of the XTuner RL config file (.py), inside the server's allowed roots")
+    path: str = Field(description="RL config file (.py)")
     env: dict[str, str] | None = Field(
         default=None,
-        description=(
-            "Planned launch environment (name -> value). Values the config reads from os.environ are taken from "
-            "here; a required os.environ['X'] absent from it is a blocker. Omit to leave env-dependent values "
-            "unresolved (defaults of os.environ.get are still used and marked 'env_default')."
-        ),
+        description="Planned env for os.environ reads (missing required: blocker); omitted: unresolved",
     )
     xtuner: str | None = Field(
         default=None,
         max_length=4096,
-        description="Check against this XTuner instead of b934f46: the training Python (its xtuner), a checkout, "
-        "or the xtuner package directory; its config classes are read with ast, never imported",
+        description="XTuner to check against, not b934f46: training Python, checkout or package directory",
     )
-    detail: Detail = Field(
-        default="normal",
-        description="summary: findings and counts only; normal: + settings, tasks, env vars (capped); full: larger caps",
-    )
+    detail: Detail = Field(default="normal", description="normal: + settings, tasks, env vars; full: larger caps")
 
 
 class EnvVarRead(BaseModel):
@@ -104,7 +91,7 @@ class Result(ToolResult):
         default_factory=list, description="Judger/agent-loop actors outside the GPU groups"
     )
     unchecked: list[str] = Field(
-        default_factory=list, description="Rules not applied because a value was unresolved (rule: reason)"
+        default_factory=list, description="Rules skipped for an unresolved value (rule: reason)"
     )
     unchecked_omitted: int = 0
     xtuner_classes: XtunerClasses = Field(default=BUILTIN, description="Which XTuner's config classes were used")

@@ -38,33 +38,24 @@ LOG_FINDINGS: dict[str, int] = {"summary": 3, "normal": 5, "full": 15}
 class Params(BaseModel):
     model_config = params_model_config()
 
-    path: str = Field(
-        description="The trainer's work_dir (WORK_DIR; the newest experiment <YYYYmmddHHMMSS>/ under it is read, or "
-        "the one its .xtuner_rl_*_trainer meta file names) or one experiment directory. Must be inside the "
-        "server's allowed roots."
-    )
+    path: str = Field(description="Work dir (newest experiment, or the one its meta file names) or experiment dir")
     experiment: str | None = Field(
-        default=None, max_length=64, description="An experiment directory name under path (e.g. 20260821100000)"
+        default=None, max_length=64, description="Experiment directory under path, e.g. 20260821100000"
     )
     ray_address: str | None = Field(
         default=None,
         max_length=512,
-        description="Also collect the worker logs (worker-*.err/.out tails) of every node of this Ray cluster "
-        "(GCS host:port or dashboard http://host:8265) through Ray's log API, read-only, and diagnose them with "
-        "the local logs. Needs the dashboard.",
+        description="All nodes' worker logs too, via Ray's log API (host:port or http://host:8265)",
     )
-    ray_timeout_s: float = Field(default=20.0, ge=1, le=120, description="Deadline for the whole Ray collection")
-    picture: bool = Field(
-        default=False,
-        description="Also return a PNG of the main curves as MCP image content (needs matplotlib: the 'plot' extra)",
-    )
+    ray_timeout_s: float = Field(default=20.0, ge=1, le=120)
+    picture: bool = Field(default=False, description="Also a PNG of the curves (needs the 'plot' extra)")
     max_trajectory_files: int = Field(
-        default=200, ge=1, le=10_000, description="Train trajectory files read at most (newest 20 + evenly spread)"
+        default=200, ge=1, le=10_000, description="Train files read: newest 20 + evenly spread"
     )
-    max_trajectory_mb: int = Field(default=4096, ge=1, le=65_536, description="Trajectory bytes read at most (MiB)")
+    max_trajectory_mb: int = Field(default=4096, ge=1, le=65_536, description="MiB of trajectories read")
     detail: Detail = Field(
         default="normal",
-        description="summary: 20 series points, 1 evidence line, 3 log findings; normal: 60, 3, 5; full: 240, 10, 15",
+        description="Series points/evidence/log findings: summary 20/1/3, normal 60/3/5, full 240/10/15",
     )
 
 
@@ -77,7 +68,7 @@ class LogScan(BaseModel):
 
 
 class Result(ToolResult):
-    state: RunState = Field(description="running | finished | stalled | failed | not_started")
+    state: RunState
     progress: Progress
     learning: Learning
     findings: list[Finding] = Field(description="Run-health findings and log errors, blockers first")
@@ -87,9 +78,8 @@ class Result(ToolResult):
     logs: LogScan
     remote_logs: RemoteLogs | None = Field(default=None, description="When ray_address was given")
     series: dict[str, list[float | None]] = Field(
-        description="Columnar per-step series: 'step' plus reward_mean, reward_std, no_signal_groups_pct, "
-        "truncated_pct, response_len_mean, entropy_rollout, step_time_s, async_{expired,aborted,failed} (columns "
-        "without data are left out); evenly downsampled for long runs"
+        description="Columnar per-step series: 'step' plus reward_mean/std, no_signal_groups_pct, truncated_pct, "
+        "response_len_mean, entropy_rollout, step_time_s, async_* (if any); downsampled"
     )
     series_steps: int = Field(description="Steps with data before downsampling")
     eval_series: dict[str, list[float | None]] = Field(description="'step' plus each eval metric")
@@ -262,18 +252,12 @@ def _summary(prog: Progress, learn: Learning, found: list[Finding], remote: ray_
     return "; ".join(parts) + "."
 
 
-DESCRIPTION = """\
-Health of a running or finished XTuner V1 RL (GRPO) run, read from its work dir: where it is (last step vs total, \
-time per step and trend, last log line, stalled or not, checkpoints and HF exports), whether it learns (reward \
-mean/std per step, share of GRPO groups whose rewards are all equal and so carry no gradient, truncation at the \
-length limit, failed/aborted samples with their top errors, missing labels, response length, entropy, eval \
-metrics) and why not: findings with evidence and fixes (judger format mismatch with sample responses, groups \
-without signal, truncation, entropy collapse, eval never run, async samples piling up, tracker or trace output \
-missing) plus the log errors through the diagnosis engine. Reads tracker.jsonl or TensorBoard events, \
-train_rollout/eval_rollout trajectories (streamed) and rank logs; with ray_address also every node's worker logs. \
-Returns compact per-step series and, with picture=true, a PNG of the curves.
-Use when: a run is going or finished and you ask "reward is flat", "responses get cut off", "eval dropped", "is it \
-stuck or just slow", "are rollouts stale".
-Not for: checking a run before launch (use preflight) or a crash log alone (use diagnose_symptom)."""
-
+DESCRIPTION = (
+    "Health of a running or finished XTuner V1 RL run from its work dir: progress (step, time per step, "
+    "stalled?), learning (reward, groups without signal, truncation, entropy, eval) and why not, as "
+    "findings with fixes; log errors diagnosed (all nodes' with ray_address); per-step series, optional "
+    "PNG.\n"
+    'Use when: "reward is flat", "responses cut off", "stuck or slow?".\n'
+    "Not for: before launch (preflight) or a crash log alone (diagnose_symptom)."
+)
 SPEC = ToolSpec("inspect_run", "Inspect a running or finished RL run", DESCRIPTION, Params, Result, run)

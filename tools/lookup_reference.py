@@ -15,16 +15,14 @@ from ..knowledge import docs, search
 
 MAX_QUERY_CHARS = 2000
 
-DESCRIPTION = """\
-Answer a question from the XTuner V1 RL references (workflows, cluster-and-backends, api-reference, \
-data-contract, troubleshooting) and the failure-mode catalog. Returns ranked passages - a paragraph, list item, \
-table row with its header, or code block, given whole - each with its best sentence as `snippet`, the section \
-heading and anchor, the resource URI to read the section in full, and the XTuner source lines it is based on. \
-Questions may be in English or Chinese (e.g. "环境变量怎么传到 Ray worker").
-Use when: you have a question about XTuner RL (e.g. "which env var picks SGLang", "what does max_staleness do") \
-or an error message to explain ("'Config' object is not callable"), and your client cannot read resources.
-Not for: checking your own files or cluster - use check_reward_data, inspect_config, probe_environment or \
-preflight; for a whole failed-run log use diagnose_symptom."""
+DESCRIPTION = (
+    "Searches the XTuner V1 RL references and failure-mode catalog (English or Chinese): ranked whole "
+    "passages with section, resource URI and cited XTuner source lines.\n"
+    "Use when: a question about XTuner RL or one error message to explain, and your client cannot read "
+    "resources.\n"
+    "Not for: checking files or cluster (inspect_config, check_reward_data, probe_environment, "
+    "preflight); a failed run's log (diagnose_symptom)."
+)
 
 
 class Params(BaseModel):
@@ -33,40 +31,35 @@ class Params(BaseModel):
     query: str = Field(
         min_length=1,
         max_length=MAX_QUERY_CHARS,
-        description="Question or keywords in plain words, English or Chinese; code identifiers (max_staleness, "
-        "XTUNER_USE_SGLANG) and pasted error messages work best",
+        description="Question, identifier or error text; English or Chinese",
     )
-    limit: int = Field(default=5, ge=1, le=20, description="How many ranked passages to return (1-20)")
+    limit: int = Field(default=5, ge=1, le=20)
     doc: str | None = Field(
         default=None,
-        description="Search only this document: workflows, cluster-and-backends, api-reference, data-contract, "
-        "troubleshooting (searches the catalog entries it is rendered from), or 'failure-modes'; omit to search "
-        "everything",
+        description="workflows, cluster-and-backends, api-reference, data-contract, troubleshooting or failure-modes",
     )
 
 
 class Hit(BaseModel):
     rank: int = Field(description="1 = best match")
     doc: str = Field(description="Document name, or 'failure-modes' for a catalog entry")
-    heading: str = Field(description="Heading of the section the passage is in (catalog: entry title)")
+    heading: str = Field(description="Section heading (catalog: entry title)")
     anchor: str = Field(description="Section anchor (catalog: entry id)")
     uri: str = Field(description="Resource URI that returns the whole section")
     score: float = Field(description="Relevance score; only comparable within one answer")
-    snippet: str = Field(description="The sentence, table row or code line of the passage that best matches")
+    snippet: str = Field(description="The best-matching sentence, table row or code line")
     passage: str = Field(
-        description="The passage, whole: a paragraph, a list item (with its parent or lead-in line), a table row "
-        "under its header row, or a code block with the sentence before it; a long one is cut to whole "
-        "sentences around the best one, marked with …"
+        description="The whole paragraph, list item, table row (with header) or code block; long ones cut to "
+        "sentences around the best, marked …"
     )
-    sources: list[str] = Field(description="XTuner path:line citations of the section (InternLM/xtuner@b934f46)")
+    sources: list[str] = Field(description="XTuner path:line citations of the section (b934f46)")
 
 
 class Result(ToolResult):
     query_terms: list[str] = Field(
-        description="Terms searched: stopwords dropped, identifiers also split, Chinese mapped to English through "
-        "the glossary (plus Chinese character pairs)"
+        description="Terms searched: stopwords dropped, identifiers split, Chinese mapped via the glossary"
     )
-    hits: list[Hit] = Field(description="Ranked passages, best first; at most two of one section in the first five")
+    hits: list[Hit] = Field(description="Best first; at most two per section in the first five")
     hits_omitted: int = Field(description="Further matching passages left out by `limit`")
 
 

@@ -29,79 +29,58 @@ from . import build_rl_command, check_reward_data, inspect_config, probe_environ
 JUDGER_RULES = {"GSM8KJudgerConfig": "gsm8k", "DapoMathJudgerConfig": "dapo_math", "GEO3KJudgerConfig": "geo3k"}
 
 DESCRIPTION = (
-    "One go/no-go call before launching an XTuner V1 RL run: runs inspect_config on the config, check_reward_data on "
-    "the train and eval data, probe_environment (packages, binaries, planned env, GPUs, model, live Ray cluster and "
-    "whether the config's resources fit it) and build_rl_command. Returns verdict go|no_go, blockers and warnings "
-    "de-duplicated across checks and routed to an owner (data_preparation, backend_install, cluster_setup, "
-    "config_edit, environment, ...), a summary per check, and the launch plan when the verdict is go. Reports "
-    "progress as each check runs.\n"
-    "Use when: everything is prepared and you want one answer to 'can I launch now?' and who must fix what.\n"
-    "Not for: a single aspect (use inspect_config, check_reward_data, probe_environment or build_rl_command), or "
-    "diagnosing a run that already failed."
+    "One go/no-go before launching an XTuner V1 RL run: runs inspect_config, check_reward_data (train, "
+    "eval), probe_environment (does the config fit Ray?) and build_rl_command; returns the verdict, "
+    "de-duplicated blockers and warnings with owners, and on go the launch plan.\n"
+    "Use when: all is prepared: can I launch now, who must fix what?\n"
+    "Not for: one aspect (its own tool); after launch: health (inspect_run), a failed log "
+    "(diagnose_symptom)."
 )
 
 
 class Params(BaseModel):
     model_config = params_model_config()
 
-    config: str = Field(description="Path of the XTuner RL config (.py), inside the server's allowed roots")
+    config: str = Field(description="RL config file (.py)")
     data_path: str | None = Field(
         default=None,
-        description="Training JSONL (file, dir or glob), exported as DATA_PATH. Default: the train task's anno_path "
-        "when the config resolves it to a literal, else env DATA_PATH",
+        description="Training JSONL (file, dir, glob) → DATA_PATH; default the config's, else env",
     )
     eval_data_path: str | None = Field(
-        default=None,
-        description="Eval JSONL, exported as EVAL_DATA_PATH. Default: the eval task's anno_path when it resolves, "
-        "else env EVAL_DATA_PATH",
+        default=None, description="Eval JSONL → EVAL_DATA_PATH; default the config's, else env"
     )
     backend: Backend | None = Field(
-        default=None,
-        description="Rollout backend; sets XTUNER_USE_<BACKEND>=1 in the planned env. Default: taken from the "
-        "XTUNER_USE_* flags in `env` (none set = blocker)",
+        default=None, description="Sets XTUNER_USE_<BACKEND>=1; default from `env` (none: blocker)"
     )
-    model_path: str | None = Field(default=None, description="Model directory (HF format), exported as MODEL_PATH")
-    work_dir: str | None = Field(default=None, description="Output directory, exported as WORK_DIR and --work-dir")
+    model_path: str | None = Field(default=None, description="→ MODEL_PATH")
+    work_dir: str | None = Field(default=None, description="→ WORK_DIR and --work-dir")
     num_workers: int | None = Field(
-        default=None, ge=1, le=100_000, description="--num-workers (colocated only); default: the config's value"
+        default=None, ge=1, le=100_000, description="--num-workers (colocated); default the config's"
     )
-    ray_address: str | None = Field(
-        default=None, max_length=500, description="Ray address to probe ('host:port'); default: the local cluster"
-    )
+    ray_address: str | None = Field(default=None, max_length=500, description="host:port; default local")
     env: dict[str, str] | None = Field(
-        default=None,
-        description="Planned launch environment (exported before `ray start`). MODEL_PATH/DATA_PATH/EVAL_DATA_PATH/"
-        "WORK_DIR and the backend flag are added from the other parameters unless set here",
+        default=None, description="Planned launch env; parameters above added unless set"
     )
-    probe_cluster: bool = Field(
-        default=True,
-        description="Probe the live Ray cluster and test whether the config's resources fit (false: files, "
-        "packages and env only)",
-    )
+    probe_cluster: bool = Field(default=True, description="Probe Ray and the fit (false: files, packages, env only)")
     cluster: Literal["auto", "plan_starts_ray", "running"] = Field(
         default="auto",
-        description="plan_starts_ray: the launch script starts Ray (no cluster is a plan step; one already running "
-        "here is the conflict); running: a cluster must be up (missing = blocker). auto: running when ray_address "
-        "or RAY_ADDRESS is given, else plan_starts_ray",
+        description="plan_starts_ray: the script starts Ray; running: must be up; auto: running if an address is set",
     )
     python: str | None = Field(
         default=None,
         max_length=4096,
-        description="Training interpreter: its packages and its XTuner's config classes are used (default: this "
-        "server's Python and the built-in b934f46 table)",
+        description="Training interpreter (packages, config classes); default this server's",
     )
     python_prefix: str | None = Field(default=None, max_length=4096, description="Or its venv/conda prefix")
     detail: Detail = Field(
         default="normal",
-        description="summary: verdict and findings; normal: + per-check summaries and launch command; full: + each "
-        "check's full result and the launch script",
+        description="normal: + checks, command; full: + results, script",
     )
 
 
 class CheckSummary(BaseModel):
     name: str = Field(
-        description="inspect_config | check_reward_data:train | check_reward_data:eval | "
-        "probe_environment | build_rl_command"
+        description="inspect_config | check_reward_data:train|eval | probe_environment | build_rl_command"
     )
     status: Literal["ok", "findings", "skipped", "input_error", "failed"]
     summary: str = Field(description="The check's own summary line, or why it did not run")
@@ -119,7 +98,7 @@ class LaunchPlan(BaseModel):
 class Result(ToolResult):
     verdict: Literal["go", "no_go"]
     cluster_mode: Literal["plan_starts_ray", "running"] = Field(
-        description="Whether the plan starts Ray or a running cluster was expected"
+        description="Whether the plan starts Ray or expects a running one"
     )
     ray_need: RayNeed | None = Field(default=None, description="What Ray must offer for this config")
     xtuner_classes: str = Field(default="", description="Which XTuner's config classes the config was checked with")
@@ -131,7 +110,7 @@ class Result(ToolResult):
     warnings_omitted: int = 0
     checks: list[CheckSummary] = Field(default_factory=list)
     planned_env_added: dict[str, str] = Field(
-        default_factory=dict, description="Variables preflight added to the planned env from its parameters"
+        default_factory=dict, description="Variables added to the planned env from the parameters"
     )
     launch_plan: LaunchPlan | None = Field(default=None, description="Present only when the verdict is go")
     details: dict[str, Any] = Field(default_factory=dict, description="Each check's full result (detail=full)")

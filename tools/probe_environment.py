@@ -39,43 +39,25 @@ class Params(BaseModel):
     model_config = params_model_config()
 
     checks: list[Check] | None = Field(
-        default=None,
-        description="Subset of packages, binaries, env, accelerators, ray, paths, model (default: all). "
-        "Aliases: backend = packages+env, gpu = accelerators.",
+        default=None, description="Default all. backend = packages+env, gpu = accelerators"
     )
     ray_address: str | None = Field(
         default=None,
         max_length=500,
-        description="Ray GCS 'host:port' or dashboard 'http://host:8265'. Default: RAY_ADDRESS, then the local "
-        "cluster's address file (<RAY_TMPDIR|TMPDIR|/tmp>/ray/ray_current_cluster).",
+        description="host:port or http://host:8265; default RAY_ADDRESS, then the local address file",
     )
-    timeout_s: float = Field(
-        default=5.0, ge=0.5, le=60, description="Upper bound for the Ray probe (dead or unroutable addresses too)"
-    )
-    expected: Expected | None = Field(
-        default=None, description="Run shape to test against the cluster's available resources (the 'fit' section)"
-    )
-    env: dict[str, str] | None = Field(
-        default=None,
-        description="A planned environment to evaluate INSTEAD of the server's own (backend flags, paths, "
-        "RAY_ADDRESS, CUDA_VISIBLE_DEVICES).",
-    )
+    timeout_s: float = Field(default=5.0, ge=0.5, le=60, description="Bound for the Ray probe")
+    expected: Expected | None = Field(default=None)
+    env: dict[str, str] | None = Field(default=None, description="Planned env, read INSTEAD of the server's")
     python: str | None = Field(
-        default=None,
-        max_length=4096,
-        description="The training environment's interpreter; packages, its XTuner and `ray` are probed there "
-        "(subprocess, timeout). Default: this server's Python",
+        default=None, max_length=4096, description="Training interpreter to probe in; default this server's"
     )
-    python_prefix: str | None = Field(
-        default=None, max_length=4096, description="Or its venv/conda prefix ($VIRTUAL_ENV / $CONDA_PREFIX)"
-    )
-    paths: list[str] = Field(
-        default_factory=list, max_length=50, description="Extra paths to check (exists, file or directory)"
-    )
+    python_prefix: str | None = Field(default=None, max_length=4096, description="Or its venv/conda prefix")
+    paths: list[str] = Field(default_factory=list, max_length=50)
     model_path: str | None = Field(
-        default=None, max_length=4096, description="Model directory to check for config.json (default: MODEL_PATH)"
+        default=None, max_length=4096, description="Checked for config.json; default MODEL_PATH"
     )
-    detail: Detail = Field(default="normal", description="summary: findings only; normal: + sections; full: + all")
+    detail: Detail = Field(default="normal")
 
     @model_validator(mode="after")
     def _env_size(self) -> Params:
@@ -91,7 +73,7 @@ class Result(ToolResult):
     findings_omitted: int = 0
     python: PythonEnv | None = Field(default=None, description="The interpreter whose packages were probed")
     xtuner: XtunerInstall | None = Field(
-        default=None, description="That environment's XTuner: location, V1 RL files, install kind, git commit"
+        default=None, description="Its XTuner: location, V1 RL files, install kind, commit"
     )
     packages: PackagesReport | None = None
     binaries: list[BinaryInfo] | None = None
@@ -273,22 +255,14 @@ def _needed(res: Result) -> set[str]:
     return need
 
 
-DESCRIPTION = """\
-Live, read-only look at the environment an XTuner V1 RL run will meet: installed packages of this server's Python \
-or of the training interpreter you pass (which XTuner: location, V1 RL or not, git commit; xtuner with or without \
-the V1 RL CLI, ray, lmdeploy/sglang/vllm, torch, transformers, FlashAttention 3, OpenTelemetry, mathruler, \
-cyclopts; found without importing them), binaries (ray, otelcol, nvidia-smi), XTUNER_USE_* flags and the backend \
-XTuner would pick, WORK_DIR/MODEL_PATH/DATA_PATH/EVAL_DATA_PATH, RAY_ADDRESS, accelerators, and the Ray cluster \
-(nodes, total and free CPU/GPU/memory/custom resources, versions, pending or infeasible placement groups, a \
-leftover 'train' group), plus XTuner's own resource checks for an expected run shape, with the numbers. Never \
-starts, stops or joins Ray (no driver job), leaves no process or file, answers within timeout_s.
-Use when: before launching or while troubleshooting a run: is Ray up and big enough, is the backend flag right, \
-is the backend installed, does auth or a version mismatch block the connection.
-Not for: planning a topology from scratch (use choose_topology), checking a config file (use inspect_config), \
-reward data (use check_reward_data), composing the launch command (use build_rl_command), a full go/no-go \
-before launch (use preflight).\
-"""
-
+DESCRIPTION = (
+    "Live, read-only look at what an XTuner V1 RL run will meet: packages in this or the training Python "
+    "(XTuner, Ray, backends), binaries, XTUNER_USE_* flags, paths, GPUs, the Ray cluster (free "
+    "resources, pending groups) and whether a run shape fits. Never starts or joins Ray.\n"
+    "Use when: is Ray up and big enough, is the backend installed and flagged?\n"
+    "Not for: planning (choose_topology), a config (inspect_config), data (check_reward_data), go/no-go "
+    "(preflight)."
+)
 SPEC = ToolSpec(
     "probe_environment", "Probe environment and Ray cluster", DESCRIPTION, Params, Result, run, open_world=True
 )

@@ -82,32 +82,32 @@ def bytes_to_gib(n: float) -> float:
 
 
 class PlacementGroupRequirement(BaseModel):
-    """What one XTuner accelerator placement group asks of Ray, and what its creation check needs."""
+    """What one XTuner accelerator placement group asks of Ray."""
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="Placement group role: 'train' (colocated: shared with rollout), or 'rollout'")
+    name: str = Field(description="'train' (colocated: shared with rollout) or 'rollout'")
     accelerator: Accelerator = Field(description="Ray accelerator resource name the bundles request")
     num_workers: int = Field(description="Bundles (one worker each)")
     num_accelerators_per_worker: float = Field(description="Accelerators per bundle")
     num_cpus_per_worker: float = Field(description="Ray CPUs per bundle")
     cpu_memory_per_worker_bytes: int = Field(description="Ray 'memory' per bundle, bytes")
     accelerators_needed: float = Field(description="What XTuner's check compares with available accelerators")
-    cpus_needed: float = Field(description="num_cpus_per_worker * num_workers + 10 (checked against available)")
+    cpus_needed: float = Field(description="num_cpus_per_worker * num_workers + 10, vs available")
     memory_needed_bytes: int = Field(description="cpu_memory_per_worker * num_workers + 10 GiB, bytes")
     memory_needed_gib: float = Field(description="memory_needed_bytes in GiB")
     accelerators_reserved: float = Field(description="Accelerators the bundles hold once created")
-    cpus_reserved: float = Field(description="CPUs the bundles hold once created (without the +10 headroom)")
+    cpus_reserved: float = Field(description="CPUs the bundles hold once created (no +10)")
     memory_reserved_bytes: int = Field(description="Memory the bundles hold once created, bytes")
     source: str = Field(default=SRC_PG_CPU, description="XTuner path:line of the check")
 
 
 class ExternalCPUPool(BaseModel):
-    """A CPU actor pool XTuner places outside the accelerator groups (judgers, agent loops, rollout controller)."""
+    """A CPU actor pool outside the accelerator groups (judger, agent loop, rollout controller)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="Registration name as XTuner logs it, e.g. 'judger:openai/gsm8k'")
+    name: str = Field(description="As XTuner logs it, e.g. 'judger:openai/gsm8k'")
     num_workers: int = Field(ge=1, description="Actors in the pool")
     num_cpus_per_worker: float = Field(gt=0, description="Ray CPUs per actor")
     cpu_memory_per_worker_bytes: int = Field(gt=0, description="Ray memory per actor, bytes")
@@ -117,7 +117,7 @@ class ExternalCPUPool(BaseModel):
 
 
 class RayRequirements(BaseModel):
-    """Everything a run asks of Ray, plus the smallest idle cluster that passes every XTuner check."""
+    """What a run asks of Ray, and the smallest idle cluster passing every XTuner check."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -129,8 +129,8 @@ class RayRequirements(BaseModel):
     cpus_external: float = Field(description="CPUs requested by external pools")
     memory_reserved_by_groups_bytes: int
     memory_external_bytes: int
-    min_cluster_cpus: float = Field(description="Smallest idle-cluster CPU total passing every check, incl. +10")
-    min_cluster_memory_bytes: int = Field(description="Smallest idle-cluster Ray memory passing every check, bytes")
+    min_cluster_cpus: float = Field(description="Smallest idle-cluster CPUs passing every check (+10 incl.)")
+    min_cluster_memory_bytes: int = Field(description="Smallest idle-cluster Ray memory passing every check")
     min_cluster_memory_gib: float = Field(description="min_cluster_memory_bytes in GiB")
     rule: str = Field(
         default="per group: CPUs per_worker*workers+10, memory per_worker*workers+10 GiB against what is available "
@@ -196,8 +196,7 @@ class FitRow(BaseModel):
     available: float
     ok: bool
     xtuner_message: str = Field(
-        description="The exact text XTuner raises when this check fails (external-pool rows: empty when they pass, "
-        "because that text depends on which checks fail)"
+        description="The text XTuner raises when this fails (passing external-pool rows: empty)"
     )
     source: str = Field(description="XTuner path:line of the check")
 
