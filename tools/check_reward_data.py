@@ -16,16 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..cluster.ray import classify_address, split_hostport, tcp_check
-from ..core import (
-    Detail,
-    Finding,
-    PathPolicy,
-    RunContext,
-    ToolInputError,
-    ToolResult,
-    ToolSpec,
-    params_model_config,
-)
+from ..core import PathPolicy, RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
+from ..core.findings import Detail, Finding
 from ..scanners.data_files import glob_base, is_parquet, resolve_files
 from ..scanners.data_fixes import Suggestion
 from ..scanners.data_report import (

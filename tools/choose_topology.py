@@ -15,19 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..core import (
-    DEFAULT_LIST_CAP,
-    Detail,
-    Finding,
-    RunContext,
-    ToolInputError,
-    ToolResult,
-    ToolSpec,
-    cap,
-    dedupe_findings,
-    params_model_config,
-    sort_findings,
-)
+from ..core import RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
+from ..core.findings import DEFAULT_LIST_CAP, Detail, Finding, cap, dedupe_findings, sort_findings
 from ..launch.config_skeleton import build_snippet
 from ..launch.diagram import build_diagram
 from ..planning.cluster_fit import ClusterShape, resolve_cluster

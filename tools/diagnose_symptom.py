@@ -16,15 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..core import (
-    Detail,
-    Finding,
-    RunContext,
-    ToolInputError,
-    ToolResult,
-    ToolSpec,
-    params_model_config,
-)
+from ..core import RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
+from ..core.findings import Detail, Finding
 from ..diagnosis import log_scanner
 from ..diagnosis.descriptions import described_lines, is_log, match_description, related_entries
 from ..diagnosis.log_scanner import Scanner

@@ -18,18 +18,8 @@ from ..cluster.xtuner_install import BUILTIN, XtunerClasses, annotate, load_inst
 from ..config_analysis.env_reads import EnvRead
 from ..config_analysis.report import CPUPool, ResourcePool, Setting, TaskInfo
 from ..config_analysis.rules import analyse, not_python_finding
-from ..core import (
-    DEFAULT_LIST_CAP,
-    Detail,
-    Finding,
-    RunContext,
-    ToolInputError,
-    ToolResult,
-    ToolSpec,
-    cap,
-    count_severities,
-    params_model_config,
-)
+from ..core import RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
+from ..core.findings import DEFAULT_LIST_CAP, Detail, Finding, cap, count_severities
 from ..launch.readiness import staged
 from ..xtuner_rules import classes as xc
 

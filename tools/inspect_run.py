@@ -14,18 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from ..core import (
-    Detail,
-    Finding,
-    RunContext,
-    ToolResult,
-    ToolSpec,
-    cap,
-    count_severities,
-    dedupe_findings,
-    params_model_config,
-    sort_findings,
-)
+from ..core import RunContext, ToolResult, ToolSpec, params_model_config
+from ..core.findings import Detail, Finding, cap, count_severities, dedupe_findings, sort_findings
 from ..diagnosis.models import Diagnosis
 from ..runs import analysis, findings, gather, layout, log_diagnosis, plot, progress, ray_logs, tracker
 from ..runs.models import Learning, Outputs, Picture, Progress, RemoteLogs, RunState
