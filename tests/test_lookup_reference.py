@@ -172,10 +172,6 @@ def test_huge_query_is_bounded() -> None:
 # The answer itself is in a top passage
 # ---------------------------------------------------------------------------------------------------------
 
-#: Known misses, kept in the table so that a fix shows up (strict xfail): the reference lists the output layout
-#: ("Under `<work_dir>/<timestamp>/`: ... `checkpoints/ckpt-step-<n>/`") without the words "save" or "where".
-_WHERE_SAVED = pytest.mark.xfail(strict=True, reason="vocabulary gap: the outputs section never says 'saved'")
-
 #: (question as a new user asks it, a text the ANSWER contains - or a tuple of texts, any of which is the answer).
 #: Expected texts are copied from references/*.md (or the catalog), compared with white space collapsed.
 ANSWERS: list = [
@@ -207,7 +203,7 @@ ANSWERS: list = [
         ("only happen on sync steps", "evaluation only runs on weight-sync steps"),
     ),
     ("what is the default seed of the trainer", ("`seed` | `int` | `42`", "defaults to 66 | 42")),
-    pytest.param("where are checkpoints saved", "checkpoints/ckpt-step-<n>/", marks=_WHERE_SAVED),
+    ("where are checkpoints saved", "checkpoints/ckpt-step-<n>/"),
     ("what is the GRPO advantage formula", "(r - mean) / (std + eps)"),
     ("how long does XTuner wait for a placement group to be ready", "XTUNER_PG_READY_TIMEOUT"),
     ("how do I set the backend in RolloutConfig", "no `backend` field"),
@@ -232,7 +228,7 @@ ANSWERS: list = [
     ("train_batch_size 是按样本数还是按组数算的？", "prompt groups"),
     ("开启链路追踪需要安装什么？", "otelcol"),
     ("部分 rollout 是做什么用的？", "continued from where they stopped"),
-    pytest.param("检查点保存在哪个目录？", "checkpoints/ckpt-step-<n>/", marks=_WHERE_SAVED),
+    ("检查点保存在哪个目录？", "checkpoints/ckpt-step-<n>/"),
     ("GSM8K 的 ground truth 写成 72.0，为什么奖励一直是 0？", ("not normalised", "bare number as a string")),
     ("放置组等待超时是多久？", "XTUNER_PG_READY_TIMEOUT"),
     ("启动时报错找不到正在运行的 Ray 实例怎么办？", "ray start --head"),
