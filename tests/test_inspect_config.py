@@ -643,3 +643,12 @@ def test_upstream_example_configs(tmp_path):
         assert r.trainer_found and r.mode in ("colocated", "disaggregated"), base
         blockers = {f.id for f in r.findings if f.severity == "blocker" and f.id != "config.env_var_missing"}
         assert blockers == UPSTREAM_EXPECTED_BLOCKERS.get(base, set()), (base, r.findings)
+
+
+def test_effective_staleness_is_reported_from_the_config(tmp_path):
+    """The async sample config: max_staleness 1, sync_weights_interval 1 -> (1 + 1) x 1 = 2 steps, with its lines."""
+    samples = Path(__file__).resolve().parents[1] / "references" / "samples"
+    ctx = RunContext(paths=PathPolicy.from_strings([str(samples)]))
+    res = run(Params(path=str(samples / "rl_grpo_gsm8k_async_demo.py")), ctx)
+    assert res.effective_staleness is not None and res.effective_staleness.steps == 2
+    assert "max_staleness 1" in res.effective_staleness.formula and "effective staleness 2" in res.summary

@@ -21,6 +21,8 @@ from ..config_analysis.rules import analyse, not_python_finding
 from ..core import RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
 from ..core.findings import DEFAULT_LIST_CAP, Detail, Finding, cap, count_severities
 from ..launch.readiness import staged
+from ..planning.config_input import analyse_config
+from ..planning.config_plan import Staleness, effective_staleness
 from ..xtuner_rules import classes as xc
 
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -85,6 +87,7 @@ class Result(ToolResult):
     )
     unchecked_omitted: int = 0
     xtuner_classes: XtunerClasses = Field(default=BUILTIN, description="Which XTuner's config classes were used")
+    effective_staleness: Staleness | None = Field(default=None, description="Steps a sample may lag the weights")
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -147,6 +150,9 @@ def run(params: Params, ctx: RunContext) -> Result:
     data["findings"] = staged(annotate(data["findings"], used, rows or xc.CLASSES))
     res = build_result(real, data, params)
     res.xtuner_classes = used
+    res.effective_staleness = effective_staleness(analyse_config(real, source, params.env))
+    if res.effective_staleness is not None:
+        res.summary += f"; effective staleness {res.effective_staleness.steps} step(s)"
     if used.used == "installed":
         changed = f", {len(used.differences) + used.differences_omitted} class(es) differ from b934f46"
         res.summary += f"; checked against the {used.label}{changed if used.differences else ''}"
