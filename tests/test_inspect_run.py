@@ -306,3 +306,11 @@ def test_catalog_references_exist_once_merged():
         if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "_f" and isinstance(n.args[1], ast.Constant)
     }
     assert len(used) >= 8 and used <= known, used - known
+
+
+@pytest.mark.anyio
+async def test_annotations_say_read_only_and_open_world(mcp_client):
+    """It reads files and, with a Ray address, other nodes' logs: read-only, idempotent, open-world."""
+    tool = next(t for t in (await mcp_client.list_tools()).tools if t.name == "inspect_run")
+    a = tool.annotations
+    assert (a.read_only_hint, a.idempotent_hint, a.destructive_hint, a.open_world_hint) == (True, True, False, True)

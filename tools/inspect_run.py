@@ -250,4 +250,6 @@ DESCRIPTION = (
     'Use when: "reward is flat", "responses cut off", "stuck or slow?".\n'
     "Not for: before launch (preflight) or a crash log alone (diagnose_symptom)."
 )
-SPEC = ToolSpec("inspect_run", "Inspect a running or finished RL run", DESCRIPTION, Params, Result, run)
+SPEC = ToolSpec(
+    "inspect_run", "Inspect a running or finished RL run", DESCRIPTION, Params, Result, run, open_world=True
+)
