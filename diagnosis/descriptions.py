@@ -53,14 +53,15 @@ class PhraseIndex:
     entry_terms: dict[str, dict[str, float]]
 
 
-_INDEX: dict[int, PhraseIndex] = {}
+#: One index per catalog object; the object is kept with it, so a recycled id() can never return a stale index.
+_INDEX: dict[int, tuple[Any, PhraseIndex]] = {}
 
 
 def phrase_index(catalog: Any) -> PhraseIndex:
     """Phrases of every entry, normalised and weighted once per catalog object."""
-    idx = _INDEX.get(id(catalog))
-    if idx is not None:
-        return idx
+    cached = _INDEX.get(id(catalog))
+    if cached is not None and cached[0] is catalog:
+        return cached[1]
     normalised = {fm.id: {normalise(p): p for p in fm.phrases if normalise(p).strip()} for fm in catalog.entries}
     df: dict[str, int] = {}
     for forms in normalised.values():
@@ -88,9 +89,35 @@ def phrase_index(catalog: Any) -> PhraseIndex:
         for e, w in posts:
             entry_terms.setdefault(e, {})[t] = w
     idx = PhraseIndex(by_entry, postings, entry_terms)
-    _INDEX[id(catalog)] = idx
+    _INDEX[id(catalog)] = (catalog, idx)
     return idx
 
+
+#: Words that say something is wrong without saying what: they let weak word-overlap leads through.
+_TROUBLE = frozenset(
+    normalise(
+        "error exception traceback fail failed failure crash crashed hang hung stuck freeze frozen killed oom "
+        "timeout timed abort aborted cannot can't unable refused denied invalid missing broken wrong nan inf "
+        "segfault segmentation died dead slow never zero always"
+    ).split()
+)
+_TROUBLE_ZH = (
+    "报错",
+    "错误",
+    "失败",
+    "异常",
+    "卡住",
+    "卡死",
+    "崩溃",
+    "超时",
+    "无法",
+    "不能",
+    "不行",
+    "没有",
+    "挂了",
+    "退出",
+    "问题",
+)
 
 #: Words that say nothing about which failure it is.
 _STOP = frozenset(
@@ -196,33 +223,6 @@ def described_lines(text: str) -> list[tuple[int, str]]:
             continue
         out.append((i, cleaned))
     return out
-
-
-#: Words that say something is wrong without saying what: they let weak word-overlap leads through.
-_TROUBLE = frozenset(
-    normalise(
-        "error exception traceback fail failed failure crash crashed hang hung stuck freeze frozen killed oom "
-        "timeout timed abort aborted cannot can't unable refused denied invalid missing broken wrong nan inf "
-        "segfault segmentation died dead slow never zero always"
-    ).split()
-)
-_TROUBLE_ZH = (
-    "报错",
-    "错误",
-    "失败",
-    "异常",
-    "卡住",
-    "卡死",
-    "崩溃",
-    "超时",
-    "无法",
-    "不能",
-    "不行",
-    "没有",
-    "挂了",
-    "退出",
-    "问题",
-)
 
 
 def reports_trouble(lines: Iterable[tuple[int, str]]) -> bool:

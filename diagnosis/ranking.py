@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from ..knowledge.catalog import get_failure_mode
@@ -119,8 +120,8 @@ def with_descriptions(
     signature: list[Diagnosis],
     matches: list[DescriptionMatch],
     values: dict[str, Any],
-    related: list[tuple[str, float]] = (),  # type: ignore[assignment]
-    lines: list[tuple[int, str]] = (),  # type: ignore[assignment]
+    related: Sequence[tuple[str, float]] = (),
+    lines: Sequence[tuple[int, str]] = (),
 ) -> list[Diagnosis]:
     """Signature findings and description matches in one ranking; never empty.
 

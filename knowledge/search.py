@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 from . import catalog, docs
 from .passages import Passage, catalog_passages, shown_text, snippet_text, split_markdown
-from .text import contains_phrase, is_cjk, normalise, stem
+from .text import CJK_RUNS, contains_phrase, is_cjk, normalise, stem
 from .text import terms as bag_terms
 
 if sys.version_info >= (3, 11):
@@ -115,7 +115,6 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 _FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*[A-Za-z0-9])")
 _HUMP = re.compile(r"[a-z0-9][A-Z][a-z]")
 _CAMEL = re.compile(r"[A-Z0-9]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z0-9]+")
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _TABLE_FIRST_CELL = re.compile(r"^\|\s*([^|]+?)\s*\|")
 _BACKTICKED = re.compile(r"`([^`]+)`")
 
@@ -216,9 +215,9 @@ def translate_cjk(run: str) -> tuple[str, ...]:
 
 def expand_query(text: str) -> str:
     """The query with each CJK run replaced by its glossary English (Latin text kept as written)."""
-    if not _CJK_RUN.search(text):
+    if not CJK_RUNS.search(text):
         return text
-    return _CJK_RUN.sub(lambda m: " " + " ".join(translate_cjk(m.group(0))) + " ", text)
+    return CJK_RUNS.sub(lambda m: " " + " ".join(translate_cjk(m.group(0))) + " ", text)
 
 
 @dataclass(frozen=True)
@@ -246,7 +245,7 @@ def parse_query(text: str) -> Query:
     norm = normalise(text)
     words = frozenset(norm.split())
     return Query(
-        text, (*latin, *cjk), weights, frozenset(idents), grams, pairs, norm, words, bool(_CJK_RUN.search(text))
+        text, (*latin, *cjk), weights, frozenset(idents), grams, pairs, norm, words, bool(CJK_RUNS.search(text))
     )
 
 

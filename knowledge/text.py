@@ -15,6 +15,8 @@ from functools import lru_cache
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[a-z0-9]+")
 _CJK_RUN = re.compile(rf"^[{_CJK}]+$")
+#: A run of Chinese characters anywhere in a text.
+CJK_RUNS = re.compile(rf"[{_CJK}]+")
 _DOUBLE_END = re.compile(r"([b-df-hj-np-tv-z])\1$")
 
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..cluster.env import Backend
-from ..cluster.fit import Expected, RayNeed, expected_from, ray_need
+from ..cluster.fit import RayNeed, expected_from, ray_need
 from ..cluster.interpreter import resolve_python
 from ..cluster.packages import PackagesReport, check_packages
 from ..core import Detail, RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
@@ -194,7 +194,7 @@ def run(params: Params, ctx: RunContext) -> Result:
         "config_edit",
     )
     _check_data(r, params, insp, env)
-    probe, expected = _probe(r, params, insp, env, mode, pkgs)
+    probe, need = _probe(r, params, insp, env, mode, pkgs)
     if backend is None and probe is not None:
         installed = {i.name for i in probe.packages.items if i.installed} if probe.packages else set()
         if not installed & {"lmdeploy", "sglang"}:
@@ -205,7 +205,7 @@ def run(params: Params, ctx: RunContext) -> Result:
 
     merged = readiness.staged(readiness.merge(r.findings, set(r.results)))
     res = build_result(params, r, merged, added, build, mode)
-    res.ray_need = ray_need(expected)
+    res.ray_need = need
     res.xtuner_classes = insp.xtuner_classes.label if insp is not None else ""
     if res.ray_need is not None:
         n = res.ray_need
@@ -253,9 +253,10 @@ def _probe(
     env: dict[str, str],
     mode: str,
     pkgs: PackagesReport | None,
-) -> tuple[Any, Expected | None]:
+) -> tuple[Any, RayNeed | None]:
     """probe_environment on the planned env (in the training Python when given), with the fit for the config's
-    resources against a running cluster; with a plan that starts Ray, a missing cluster is a step, not a blocker."""
+    resources against a running cluster, and what Ray must offer; with a plan that starts Ray, a missing cluster is
+    a step, not a blocker."""
     expected, why_not = expected_from(insp, params.num_workers) if insp is not None else (None, "config not read")
     checks = ["packages", "binaries", "env", "accelerators", "model"] + (["ray"] if params.probe_cluster else [])
     probe = r.run(
@@ -277,11 +278,11 @@ def _probe(
     )
     if params.probe_cluster and expected is None and why_not:
         r.findings.append(("probe_environment", readiness.fit_not_checked_finding(why_not)))
+    need = ray_need(expected)
     if mode == "plan_starts_ray" and probe is not None and probe.ray is not None:
         r.findings = [(n, f) for n, f in r.findings if f.id not in readiness.PLAN_STARTS_RAY_DROPS]
-        need = ray_need(expected)
         r.findings.append(("probe_environment", readiness.plan_cluster_finding(probe.ray, need.text() if need else "")))
-    return probe, expected
+    return probe, need
 
 
 def _build(r: Runner, params: Params, insp: Any, env: dict[str, str], backend: str | None) -> Any:
