@@ -5,6 +5,7 @@ Nothing here imports MCP or any engine.
 """
 
 from .errors import ToolInputError
+from .files import guarded_dir, guarded_file, open_guarded, read_guarded, try_read_guarded
 from .findings import (
     CATEGORIES,
     DEFAULT_LIST_CAP,
@@ -21,7 +22,10 @@ from .findings import (
     dedupe_findings,
     sort_findings,
 )
+from .limits import CallCancelled, CallLimits
 from .paths import MAX_PATH_CHARS, PathKind, PathPolicy
+from .policy import OperatorPolicy
+from .process import Completed, run_bounded
 from .spec import ProgressFn, RunContext, ToolSpec, params_model_config
 
 __all__ = [
@@ -30,9 +34,13 @@ __all__ = [
     "MAX_PATH_CHARS",
     "SEVERITY_ORDER",
     "XTUNER_SOURCE",
+    "CallCancelled",
+    "CallLimits",
     "Category",
+    "Completed",
     "Detail",
     "Finding",
+    "OperatorPolicy",
     "Owner",
     "PathKind",
     "PathPolicy",
@@ -45,6 +53,12 @@ __all__ = [
     "cap",
     "count_severities",
     "dedupe_findings",
+    "guarded_dir",
+    "guarded_file",
+    "open_guarded",
     "params_model_config",
+    "read_guarded",
+    "run_bounded",
     "sort_findings",
+    "try_read_guarded",
 ]

@@ -29,7 +29,8 @@ class PathPolicy:
     def describe(self) -> list[str]:
         return [str(r) for r in self.roots]
 
-    def _inside(self, real: Path) -> bool:
+    def contains(self, real: Path) -> bool:
+        """Whether an already resolved path lies under one of the roots."""
         return any(real == root or root in real.parents for root in self.roots)
 
     def check(self, raw: str | os.PathLike[str], *, kind: PathKind = "any", what: str = "path") -> Path:
@@ -52,7 +53,7 @@ class PathPolicy:
             real = Path(os.path.realpath(p))
         except (OSError, RuntimeError, ValueError) as exc:  # symlink loops on some platforms
             raise ToolInputError("path_invalid", f"{what} {text!r} cannot be resolved: {exc}") from None
-        if not self._inside(real):
+        if not self.contains(real):
             raise ToolInputError(
                 "path_outside_roots",
                 f"{what} {text!r} resolves to {str(real)!r}, outside the allowed roots",

@@ -10,7 +10,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from .findings import ToolResult
+from .limits import CallLimits
 from .paths import PathPolicy
+from .policy import OperatorPolicy
 
 ProgressFn = Callable[[float, "float | None", "str | None"], None]
 
@@ -21,11 +23,14 @@ def _no_progress(progress: float, total: float | None = None, message: str | Non
 
 @dataclass
 class RunContext:
-    """What a tool gets besides its parameters: allowed roots, progress reporting, the server's env."""
+    """What a tool gets besides its parameters: allowed roots, progress reporting, the server's env, what the
+    operator allowed at start, and the call's deadline and cancellation."""
 
     paths: PathPolicy = field(default_factory=lambda: PathPolicy.from_strings([os.getcwd()]))
     progress: ProgressFn = _no_progress
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    policy: OperatorPolicy = field(default_factory=OperatorPolicy.from_settings)
+    limits: CallLimits = field(default_factory=CallLimits)
 
 
 @dataclass(frozen=True)

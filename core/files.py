@@ -1,0 +1,130 @@
+"""The one guarded way to open a file: inside the allowed roots, regular files only, never blocking, size-capped.
+
+Every file a tool reads on a caller's behalf is opened here. A path given by the caller *and* every path derived
+from it (a file inside a run directory, a site-packages file of a training environment) is resolved again, so a
+symlink anywhere along the way cannot lead out of the roots. The file is opened with ``O_NONBLOCK`` and checked
+with ``fstat`` on the open descriptor: a FIFO, socket or device is refused at once instead of blocking the call, and
+the check cannot be raced by swapping the file after a separate ``stat``. On Linux the open descriptor's real path
+is checked against the roots as well, which closes the window between resolving and opening.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import ToolInputError
+from .paths import PathPolicy
+
+#: Default cap for a whole-file read (a JSON sidecar, a config, a metadata file).
+DEFAULT_WHOLE_FILE_CAP = 8 << 20
+
+
+def _open_flags() -> int:
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    return flags | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _fd_path(fd: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def open_guarded(
+    paths: PathPolicy, raw: str | os.PathLike[str], *, what: str = "file", buffering: int = -1
+) -> Iterator[BinaryIO]:
+    """Open ``raw`` for binary reading after every check above; a :class:`ToolInputError` says what failed."""
+    real = paths.check(raw, kind="file", what=what)
+    try:
+        fd = os.open(real, _open_flags())
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the last component became a symlink after it was resolved
+            raise ToolInputError("path_invalid", f"{what} {os.fspath(raw)!r} changed while it was opened") from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise ToolInputError("path_permission_denied", f"{what} {os.fspath(raw)!r} cannot be read") from None
+        raise ToolInputError("path_invalid", f"{what} {os.fspath(raw)!r} cannot be opened: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolInputError(
+                "path_special_file",
+                f"{what} {os.fspath(raw)!r} is not a regular file (FIFO, device or socket); refused",
+                "Pass a regular file.",
+            )
+        opened = _fd_path(fd)
+        if opened is not None and not paths.contains(Path(opened)):
+            raise ToolInputError(
+                "path_outside_roots", f"{what} {os.fspath(raw)!r} changed to a place outside the allowed roots"
+            )
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        fh = os.fdopen(fd, "rb", buffering=buffering)
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        yield fh
+
+
+def file_size(paths: PathPolicy, raw: str | os.PathLike[str], *, what: str = "file") -> int:
+    """The size of a checked regular file (no open needed: ``stat`` never blocks)."""
+    real = paths.check(raw, kind="file", what=what)
+    return os.stat(real).st_size
+
+
+def read_guarded(
+    paths: PathPolicy,
+    raw: str | os.PathLike[str],
+    *,
+    what: str = "file",
+    limit: int = DEFAULT_WHOLE_FILE_CAP,
+    truncate: bool = False,
+) -> bytes:
+    """The whole file, at most ``limit`` bytes: a larger file is an error, or its first ``limit`` bytes when
+    ``truncate`` (for sidecars where a prefix is still useful)."""
+    with open_guarded(paths, raw, what=what) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        if not truncate:
+            raise ToolInputError(
+                "file_too_large",
+                f"{what} {os.fspath(raw)!r} is larger than {limit:,} bytes; not read",
+                "Pass a smaller file.",
+                limit_bytes=limit,
+            )
+        data = data[:limit]
+    return data
+
+
+def try_read_guarded(
+    paths: PathPolicy, raw: str | os.PathLike[str], *, what: str = "file", limit: int = DEFAULT_WHOLE_FILE_CAP
+) -> bytes | None:
+    """Like :func:`read_guarded` with ``truncate``, but None when the file is absent, refused or unreadable."""
+    try:
+        return read_guarded(paths, raw, what=what, limit=limit, truncate=True)
+    except ToolInputError:
+        return None
+
+
+def guarded_dir(paths: PathPolicy, raw: str | os.PathLike[str], *, what: str = "directory") -> Path | None:
+    """The resolved directory when it exists inside the roots, else None (for optional sub-directories)."""
+    try:
+        return paths.check(raw, kind="dir", what=what)
+    except ToolInputError:
+        return None
+
+
+def guarded_file(paths: PathPolicy, raw: str | os.PathLike[str], *, what: str = "file") -> Path | None:
+    """The resolved regular file when it exists inside the roots, else None (for optional files)."""
+    try:
+        return paths.check(raw, kind="file", what=what)
+    except ToolInputError:
+        return None
