@@ -1,33 +1,38 @@
-"""Build the MCP server: one MCP tool per ``ToolSpec``, plus resources and prompts.
+"""The MCP server on the SDK's public low-level API: this project's registry answers list-tools and call-tool.
 
-Every tool goes through ``_make_handler``: arguments are validated against the tool's parameter model,
-blocking work runs on a worker thread, progress is forwarded, user-fixable problems become a structured
-``ToolError`` and anything unexpected is logged here and reported without a traceback.
+Tools are loaded from ``server/registry.py`` on first use (``initialize`` / ``server/discover`` pay for none of
+them). Every call goes through :func:`ToolHost.call`: arguments are validated against the tool's parameter model
+(unknown ones refused), the call is admitted by the session's in-flight limit, blocking work runs on the server's
+own bounded pool within a wall-clock deadline (:mod:`.runtime`), progress is forwarded, user-fixable problems
+become a structured error and anything unexpected is logged here and reported without a traceback.
 """
 
 from __future__ import annotations
 
 import base64
-import inspect
 import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
-from typing import Annotated, Any
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
-import anyio.to_thread
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
-from pydantic import ConfigDict, Field, ValidationError
+import anyio.from_thread
+import mcp.types as types
+from mcp import MCPError
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from pydantic import ValidationError
 
 from .. import __version__
-from ..core import PathPolicy, RunContext, ToolInputError, ToolSpec
-from . import registry
+from ..core import CallCancelled, CallLimits, OperatorPolicy, PathPolicy, RunContext, ToolInputError, ToolSpec
+from . import registry, resources
+from .runtime import Busy, CallGate, DeadlineExceeded, ServerLimits
+from .schemas import schema_of
 
 log = logging.getLogger("xtuner_rl_mcp")
 
@@ -38,8 +43,9 @@ Plans, checks and troubleshoots XTuner V1 reinforcement-learning (GRPO) runs, tr
 Read-only: it never launches training and never starts or stops Ray.
 Typical order: lookup_reference for questions; choose_topology to plan; check_reward_data on the JSONL;
 inspect_config on the Python config; probe_environment for packages/env/Ray; build_rl_command for the launch
-script; preflight for one go/no-go; diagnose_symptom for a failed or stuck run (paste the log); inspect_run
-for a running or finished run's health (progress, stall, reward signal, truncation, eval; a PNG on request).
+script; preflight for one go/no-go; diagnose_symptom for a failed or stuck run (paste the log or describe it, in
+English or Chinese); inspect_run for a running or finished run's health (progress, stall, reward signal,
+truncation, eval; a PNG on request).
 Every result opens with a one-line `summary`; findings carry id, severity, evidence, fix and a reference URI.
 """
 
@@ -56,6 +62,10 @@ def error_payload(code: str, message: str, fix: str = "", **details: Any) -> str
     return json.dumps({"error": err}, ensure_ascii=False, default=str)
 
 
+def _error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
 def _validation_message(exc: ValidationError) -> str:
     parts = []
     for e in exc.errors(include_url=False)[:10]:
@@ -64,29 +74,85 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _signature_for(spec: ToolSpec) -> tuple[inspect.Signature, dict[str, Any]]:
-    """A flat keyword signature built from the parameter model, so the input schema lists its fields."""
-    params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
-    annotations: dict[str, Any] = {"ctx": Context}
-    for name, f in spec.params.model_fields.items():
-        extra = Field(
-            description=f.description, title=f.title, examples=f.examples, json_schema_extra=f.json_schema_extra
+def session_key(ctx: ServerRequestContext[Any, Any]) -> str:
+    """Whose call this is: the connection (stdio, in-memory), else the HTTP session, else the HTTP client."""
+    request = ctx.request
+    if request is None:
+        return "connection"
+    headers = getattr(request, "headers", None)
+    sid = headers.get("mcp-session-id") if headers is not None else None
+    if sid:
+        return f"session:{sid[:200]}"
+    client = getattr(request, "client", None)
+    return f"client:{getattr(client, 'host', '?')}"
+
+
+class ToolHost:
+    """The tools of one server: their definitions (built once, on first use) and how a call runs."""
+
+    def __init__(
+        self,
+        paths: PathPolicy,
+        specs: Sequence[ToolSpec] | None,
+        policy: OperatorPolicy,
+        limits: ServerLimits,
+    ) -> None:
+        self.paths = paths
+        self.policy = policy
+        self.gate = CallGate(limits)
+        self._given = specs
+        self._specs: dict[str, ToolSpec] | None = None
+        self._tools: list[types.Tool] = []
+        self._load_lock = threading.Lock()
+
+    def specs(self) -> dict[str, ToolSpec]:
+        if self._specs is None:
+            with self._load_lock:
+                if self._specs is None:
+                    loaded = list(self._given) if self._given is not None else registry.load_specs()
+                    self._tools = [self._definition(s) for s in loaded]
+                    self._specs = {s.name: s for s in loaded}
+        return self._specs
+
+    def tools(self) -> list[types.Tool]:
+        self.specs()
+        return self._tools
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        tool = next((t for t in self.tools() if t.name == name), None)
+        return tool.input_schema if tool is not None else None
+
+    @staticmethod
+    def _definition(spec: ToolSpec) -> types.Tool:
+        return types.Tool(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            input_schema=schema_of(spec.params),
+            output_schema=schema_of(spec.result, "serialization"),
+            annotations=types.ToolAnnotations(
+                title=spec.title,
+                read_only_hint=spec.read_only,
+                destructive_hint=False,
+                idempotent_hint=spec.idempotent,
+                open_world_hint=spec.open_world,
+            ),
         )
-        ann = Annotated[(f.annotation, *f.metadata, extra)]  # type: ignore[valid-type]
-        default = inspect.Parameter.empty if f.is_required() else f.get_default(call_default_factory=True)
-        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default))
-        annotations[name] = ann
-    annotations["return"] = spec.result
-    return inspect.Signature(params, return_annotation=spec.result), annotations
 
-
-def _make_handler(spec: ToolSpec, paths: PathPolicy) -> Any:
-    known = set(spec.params.model_fields)
-
-    async def handler(ctx: Context, **kwargs: Any) -> Any:
-        unknown = sorted(set(kwargs) - known)
+    async def call(
+        self, ctx: ServerRequestContext[Any, Any], name: str, arguments: dict[str, Any] | None
+    ) -> types.CallToolResult:
+        spec = self.specs().get(name)
+        if spec is None:
+            return _error_result(
+                error_payload(
+                    "unknown_tool", f"no tool named {name[:100]!r}", f"Use one of: {', '.join(self._specs or {})}."
+                )
+            )
+        known = set(spec.params.model_fields)
+        unknown = sorted(set(arguments or {}) - known)
         if unknown:
-            raise ToolError(
+            return _error_result(
                 error_payload(
                     "invalid_arguments",
                     f"unknown argument(s): {', '.join(unknown)[:500]}",
@@ -94,195 +160,71 @@ def _make_handler(spec: ToolSpec, paths: PathPolicy) -> Any:
                 )
             )
         try:
-            params = spec.params.model_validate(kwargs)
+            params = spec.params.model_validate(arguments or {})
         except ValidationError as exc:
-            raise ToolError(
-                error_payload("invalid_arguments", _validation_message(exc), "Correct the arguments.")
-            ) from None
-
-        last = [0.0]
-
-        def progress(done: float, total: float | None = None, message: str | None = None) -> None:
-            now = time.monotonic()
-            final = total is not None and done >= total
-            if not final and now - last[0] < _PROGRESS_MIN_INTERVAL_S:
-                return
-            last[0] = now
-            try:
-                anyio.from_thread.run(ctx.report_progress, done, total, message)
-            except Exception:  # a vanished client must not break the tool
-                log.debug("progress notification dropped", exc_info=True)
-
-        async def aprogress(done: float, total: float | None = None, message: str | None = None) -> None:
-            try:
-                await ctx.report_progress(done, total, message)
-            except Exception:
-                log.debug("progress notification dropped", exc_info=True)
-
+            return _error_result(error_payload("invalid_arguments", _validation_message(exc), "Correct the arguments."))
+        in_flight: Counter[str] = ctx.lifespan_context["in_flight"]
+        limits = CallLimits.within(self.gate.limits.call_timeout_s)
         try:
-            if spec.blocking:
-                run_ctx = RunContext(paths=paths, progress=progress, environ=dict(os.environ))
-                result = await anyio.to_thread.run_sync(spec.run, params, run_ctx, abandon_on_cancel=True)
-            else:
-                run_ctx = RunContext(paths=paths, environ=dict(os.environ))
-                result = spec.run(params, run_ctx)
-                if inspect.isawaitable(result):
-                    result = await result
+            with self.gate.admit(in_flight, session_key(ctx)):
+                result = await self._run(spec, params, ctx, limits)
+        except Busy as exc:
+            return _error_result(error_payload("busy", exc.message, "Retry in a few seconds."))
+        except (DeadlineExceeded, CallCancelled):
+            return _error_result(
+                error_payload(
+                    "deadline_exceeded",
+                    f"{spec.name} did not finish within {self.gate.limits.call_timeout_s:g} s and was stopped",
+                    "Narrow the input (a smaller file, fewer checks, a shorter timeout_s), or ask the operator to "
+                    "raise the server's --call-timeout.",
+                )
+            )
         except ToolInputError as exc:
-            raise ToolError(json.dumps({"error": exc.to_dict()}, ensure_ascii=False, default=str)) from None
+            return _error_result(json.dumps({"error": exc.to_dict()}, ensure_ascii=False, default=str))
         except Exception as exc:  # never leak a traceback to the client
             log.exception("tool %s failed", spec.name)
-            raise ToolError(
+            return _error_result(
                 error_payload(
                     "internal_error",
                     f"{spec.name} failed unexpectedly ({type(exc).__name__}); details are in the server log",
                     "Report this with the arguments used; retrying with other arguments may work.",
                 )
-            ) from None
+            )
         payload = result.model_dump(mode="json")
         text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-        content: list[Any] = [TextContent(type="text", text=text)]
+        content: list[Any] = [types.TextContent(type="text", text=text)]
         media = getattr(result, "media", None)  # binary extras a result offers, e.g. inspect_run's PNG
         for mime, data in media() if callable(media) else ():
-            content.append(ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime))
-        return CallToolResult(content=content, structured_content=payload)
+            content.append(
+                types.ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime)
+            )
+        return types.CallToolResult(content=content, structured_content=payload)
 
-    sig, annotations = _signature_for(spec)
-    handler.__signature__ = sig  # type: ignore[attr-defined]
-    handler.__annotations__ = annotations
-    handler.__name__ = spec.name
-    handler.__qualname__ = spec.name
-    handler.__doc__ = spec.description
-    return handler
+    async def _run(self, spec: ToolSpec, params: Any, ctx: ServerRequestContext[Any, Any], limits: CallLimits) -> Any:
+        session = ctx.session
+        if not spec.blocking:
+            return spec.run(params, self._context(limits))
+        last = [0.0]
 
-
-def register_tool(server: MCPServer, spec: ToolSpec, paths: PathPolicy) -> None:
-    server.add_tool(
-        _make_handler(spec, paths),
-        name=spec.name,
-        title=spec.title,
-        description=spec.description,
-        annotations=ToolAnnotations(
-            title=spec.title,
-            read_only_hint=spec.read_only,
-            destructive_hint=False,
-            idempotent_hint=spec.idempotent,
-            open_world_hint=spec.open_world,
-        ),
-        structured_output=True,
-    )
-    _validate_in_handler(server, spec.name)
-
-
-class _PassThroughArguments(ArgModelBase):
-    """Accepts any arguments; the handler validates them against the tool's own model (extra="forbid")."""
-
-    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
-
-    def model_dump_one_level(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
-
-
-def compact_schema(schema: Any, key: str | None = None) -> Any:
-    """The same JSON Schema with less to read: no generated ``title``s, no ``default: null``, ``X | None`` as
-    ``type: [X, "null"]``.
-
-    Every assistant session pays for the tool definitions; pydantic's titles repeat the field names and its
-    nullable ``anyOf`` spells one type in three objects. Field descriptions, defaults and bounds are kept.
-    """
-    if isinstance(schema, list):
-        return [compact_schema(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: compact_schema(v, k) for k, v in schema.items() if not (k == "title" and key != "properties")}
-    if out.get("default", 0) is None and key != "properties":
-        del out["default"]  # an optional field's null default: absent from `required` already says so
-    any_of = out.get("anyOf")
-    if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
-        (other,) = [x for x in any_of if x != {"type": "null"}]
-        if isinstance(other, dict) and isinstance(other.get("type"), str) and "const" not in other:
-            del out["anyOf"]
-            out.update(other)
-            out["type"] = [other["type"], "null"]
-            if "enum" in other:
-                out["enum"] = [*other["enum"], None]
-    return out
-
-
-def _validate_in_handler(server: MCPServer, name: str) -> None:
-    """Argument errors (wrong type, missing, unknown) come back as the structured ``invalid_arguments`` error.
-
-    The published input schema stays the one generated from the parameter model (with
-    ``additionalProperties: false``); only the SDK's own pre-validation is replaced, because it answers in
-    plain pydantic text and ignores unknown arguments.
-    """
-    tool = server._tool_manager.get_tool(name)  # the SDK has no public hook for this
-    if tool is None:  # pragma: no cover
-        return
-    tool.fn_metadata.arg_model = _PassThroughArguments
-    tool.parameters = compact_schema(tool.parameters)
-    tool.parameters["additionalProperties"] = False
-    if tool.fn_metadata.output_schema is not None:
-        tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
-
-
-class XTunerRLServer(MCPServer):
-    """MCPServer whose tools, resources and prompts are registered on first use, not at start.
-
-    The first response (``initialize`` / ``server/discover``) then costs no more than a bare MCPServer; the first
-    list or call pays the registration once. Everything else is the SDK's own behaviour.
-    """
-
-    def __init__(self, paths: PathPolicy, specs: Sequence[ToolSpec] | None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._pending: tuple[PathPolicy, Sequence[ToolSpec] | None] | None = (paths, specs)
-        self._load_lock = threading.Lock()
-
-    def ensure_loaded(self) -> None:
-        if self._pending is None:
-            return
-        with self._load_lock:
-            if self._pending is None:
+        def progress(done: float, total: float | None = None, message: str | None = None) -> None:
+            now = time.monotonic()
+            final = total is not None and done >= total
+            if limits.expired() or (not final and now - last[0] < _PROGRESS_MIN_INTERVAL_S):
                 return
-            paths, specs = self._pending
-            for spec in specs if specs is not None else registry.load_specs():
-                register_tool(self, spec, paths)
-            from . import resources
+            last[0] = now
+            try:
+                anyio.from_thread.run(session.report_progress, done, total, message)
+            except Exception:  # a vanished client must not break the tool
+                log.debug("progress notification dropped", exc_info=True)
 
-            resources.register(self)
-            self._pending = None
+        run_ctx = self._context(limits, progress)
+        return await self.gate.run_blocking(lambda: spec.run(params, run_ctx), limits)
 
-    async def list_tools(self) -> Any:
-        self.ensure_loaded()
-        return await super().list_tools()
-
-    async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
-        self.ensure_loaded()
-        return await super().call_tool(*args, **kwargs)
-
-    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
-        self.ensure_loaded()
-        return super()._tool_input_schema(name)
-
-    async def list_resources(self) -> Any:
-        self.ensure_loaded()
-        return await super().list_resources()
-
-    async def list_resource_templates(self) -> Any:
-        self.ensure_loaded()
-        return await super().list_resource_templates()
-
-    async def read_resource(self, *args: Any, **kwargs: Any) -> Any:
-        self.ensure_loaded()
-        return await super().read_resource(*args, **kwargs)
-
-    async def list_prompts(self) -> Any:
-        self.ensure_loaded()
-        return await super().list_prompts()
-
-    async def get_prompt(self, *args: Any, **kwargs: Any) -> Any:
-        self.ensure_loaded()
-        return await super().get_prompt(*args, **kwargs)
+    def _context(self, limits: CallLimits, progress: Any = None) -> RunContext:
+        ctx = RunContext(paths=self.paths, environ=dict(os.environ), policy=self.policy, limits=limits)
+        if progress is not None:
+            ctx.progress = progress
+        return ctx
 
 
 def build_server(
@@ -290,18 +232,112 @@ def build_server(
     specs: Sequence[ToolSpec] | None = None,
     *,
     lazy: bool = False,
-) -> XTunerRLServer:
-    """The server with every tool, resource and prompt; ``lazy`` defers registration to first use (``serve``)."""
-    server = XTunerRLServer(
+    policy: OperatorPolicy | None = None,
+    limits: ServerLimits | None = None,
+) -> Server[dict[str, Any]]:
+    """The server with every tool, resource and prompt; ``lazy`` defers loading the tools to first use."""
+    host = ToolHost(
         paths or PathPolicy.from_strings([os.getcwd()]),
         specs,
-        name=SERVER_NAME,
-        title="XTuner RL planner and troubleshooter",
+        policy if policy is not None else OperatorPolicy.from_settings(),
+        limits or ServerLimits(),
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+        # Entered once per stdio or in-memory connection, once for all HTTP sessions (keyed by session_key).
+        yield {"in_flight": Counter()}
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=host.tools())
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await host.call(ctx, params.name, params.arguments)
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type)
+                for r in resources.static_resources()
+            ]
+        )
+
+    async def list_templates(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=t.uri_template,
+                    name=t.name,
+                    title=t.title,
+                    description=t.description,
+                    mime_type=t.mime_type,
+                )
+                for t in resources.TEMPLATES
+            ]
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        try:
+            text, mime = resources.read_resource(params.uri)
+        except resources.ResourceNotFound as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc), data={"uri": params.uri[:500]}) from None
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=params.uri, mime_type=mime, text=text)]
+        )
+
+    async def list_prompts(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=p.name,
+                    title=p.title,
+                    description=p.description,
+                    arguments=[types.PromptArgument(name=a, description=d, required=False) for a, d in p.arguments],
+                )
+                for p in resources.PROMPTS
+            ]
+        )
+
+    async def get_prompt(
+        ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        try:
+            spec, text = resources.render_prompt(params.name, params.arguments)
+        except resources.ResourceNotFound as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+        return types.GetPromptResult(
+            description=spec.description,
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
+        )
+
+    server: Server[dict[str, Any]] = Server(
+        SERVER_NAME,
         version=__version__,
+        title="XTuner RL planner and troubleshooter",
         instructions=INSTRUCTIONS,
         website_url="https://github.com/InternLM/xtuner",
-        log_level="WARNING",
+        lifespan=lifespan,
+        get_tool_input_schema=host.input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
     )
     if not lazy:
-        server.ensure_loaded()
+        host.specs()
     return server

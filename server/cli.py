@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..core.policy import ALLOW_PYTHON_ENV, RAY_ADDRESSES_ENV, OperatorPolicy
+from .runtime import ServerLimits
 from .security import ALLOW_ROOTS_ENV, TOKEN_ENV_DEFAULT, is_loopback, resolve_roots
+
+CALL_TIMEOUT_ENV = "XTUNER_RL_MCP_CALL_TIMEOUT"
 
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -28,6 +32,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_roots(p: argparse.ArgumentParser) -> None:
+    """The operator's grants, the same for every command that runs tools."""
     p.add_argument(
         "--allow-root",
         action="append",
@@ -35,6 +40,49 @@ def _add_roots(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help=f"tree that file-reading tools may read (repeatable; default ${ALLOW_ROOTS_ENV} or the cwd)",
     )
+    p.add_argument(
+        "--allow-python",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help=f"training interpreter or venv/conda prefix the server may RUN to confirm its packages (repeatable; "
+        f"also ${ALLOW_PYTHON_ENV}); without it training environments are only read",
+    )
+    p.add_argument(
+        "--ray-address",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help=f"Ray cluster (GCS host:port or dashboard URL) that may receive this server's Ray token (repeatable; "
+        f"also ${RAY_ADDRESSES_ENV} and RAY_ADDRESS); other non-loopback addresses are refused",
+    )
+    p.add_argument(
+        "--call-timeout",
+        type=float,
+        default=float(os.environ.get(CALL_TIMEOUT_ENV, ServerLimits.call_timeout_s)),
+        metavar="S",
+        help=f"wall-clock limit of one tool call in seconds (default {ServerLimits.call_timeout_s:g}, "
+        f"${CALL_TIMEOUT_ENV})",
+    )
+    p.add_argument(
+        "--max-calls-per-session",
+        type=int,
+        default=ServerLimits.calls_per_session,
+        metavar="N",
+        help=f"tool calls one session may have in flight; more are answered 'busy' (default "
+        f"{ServerLimits.calls_per_session})",
+    )
+
+
+def server_from_args(args: argparse.Namespace, *, lazy: bool = False) -> Any:
+    """The server the operator's flags describe (roots, interpreters, Ray clusters, call bounds)."""
+    from .app import build_server
+
+    policy = OperatorPolicy.from_settings(pythons=args.allow_python, ray_addresses=args.ray_address)
+    limits = ServerLimits(
+        call_timeout_s=max(1.0, args.call_timeout), calls_per_session=max(1, args.max_calls_per_session)
+    )
+    return build_server(resolve_roots(args.allow_root), lazy=lazy, policy=policy, limits=limits)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,13 +172,11 @@ def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
     return cb
 
 
-async def _call(tool: str, arguments: dict[str, Any], roots: list[str] | None, progress: bool) -> int:
+async def _call(args: argparse.Namespace, arguments: dict[str, Any], progress: bool) -> int:
     from mcp import Client
 
-    from .app import build_server
-
-    server = build_server(resolve_roots(roots))
-    async with Client(server) as client:
+    tool = args.tool
+    async with Client(server_from_args(args)) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         if tool not in names:
             sys.stderr.write(
@@ -147,12 +193,10 @@ async def _call(tool: str, arguments: dict[str, Any], roots: list[str] | None, p
     return EXIT_OK
 
 
-async def _list(roots: list[str] | None) -> int:
+async def _list(args: argparse.Namespace) -> int:
     from mcp import Client
 
-    from .app import build_server
-
-    async with Client(build_server(resolve_roots(roots))) as client:
+    async with Client(server_from_args(args)) as client:
         tools = (await client.list_tools()).tools
     out = [
         {
@@ -170,11 +214,17 @@ async def _list(roots: list[str] | None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .app import build_server
+    import anyio
 
-    server = build_server(resolve_roots(args.allow_root), lazy=True)
+    server = server_from_args(args, lazy=True)
     if args.transport == "stdio":
-        server.run("stdio")
+        from mcp.server.stdio import stdio_server
+
+        async def serve_stdio() -> None:
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+
+        anyio.run(serve_stdio)
         return EXIT_OK
     import uvicorn
 
@@ -229,7 +279,7 @@ def _main(argv: list[str] | None) -> int:
             args = parser.parse_args(["serve", *argv])
         return _serve(args)
     if command == "list":
-        return anyio.run(_list, args.allow_root)
+        return anyio.run(_list, args)
     if command == "call":
         try:
             arguments = _parse_args_json(args.args)
@@ -237,7 +287,7 @@ def _main(argv: list[str] | None) -> int:
             sys.stderr.write(json.dumps({"error": {"code": "usage", "message": str(exc)}}) + "\n")
             return EXIT_USAGE
         show = args.progress == "on" or (args.progress == "auto" and sys.stderr.isatty())
-        return anyio.run(_call, args.tool, arguments, args.allow_root, show)
+        return anyio.run(_call, args, arguments, show)
     if command == "demo":
         from .demo import run_demo  # the demo's sample scenario loads only when asked for
 

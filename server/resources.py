@@ -1,4 +1,5 @@
-"""MCP resources and prompts over references/: MCP wiring only, the reading lives in ``references/docs.py``.
+"""MCP resources and prompts over references/, as data the server's handlers serve; the reading lives in
+``knowledge/docs.py``.
 
 Resources:
 - ``xtuner-rl://references/{name}``: one markdown reference (listed per document; also a template);
@@ -6,29 +7,32 @@ Resources:
 - ``xtuner-rl://failure-modes``: JSON index of the catalog; ``xtuner-rl://failure-modes/{id}``: one entry as JSON.
 - ``xtuner-rl://schemas/{name}``: a JSON Schema file (e.g. ``rl-sample.schema.json``).
 - ``xtuner-rl://skill``: the Agent Skill (``skill.md``).
-Unknown names raise the SDK's ``ResourceNotFoundError`` (JSON-RPC -32602, no traceback).
+Unknown names raise :class:`ResourceNotFound` (answered as JSON-RPC -32602, no traceback).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-from collections.abc import Callable
-from typing import Annotated, Any
-
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError
-from pydantic import Field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from ..knowledge import docs
 
 MARKDOWN = "text/markdown"
 JSON = "application/json"
+SCHEMA_JSON = "application/schema+json"
 
 
-def _not_found(kind: str, name: str, known: list[str]) -> ResourceNotFoundError:
+class ResourceNotFound(LookupError):
+    """An unknown resource or prompt name; the server answers it as JSON-RPC invalid params (-32602)."""
+
+
+def _not_found(kind: str, name: str, known: list[str]) -> ResourceNotFound:
     listed = ", ".join(known[:30]) + (" ..." if len(known) > 30 else "")
-    return ResourceNotFoundError(f"no {kind} named {name!r}; known: {listed or '(none)'}")
+    return ResourceNotFound(f"no {kind} named {name[:200]!r}; known: {listed or '(none)'}")
 
 
 def _entry_to_json(entry: Any) -> dict[str, Any]:
@@ -95,100 +99,127 @@ def schema(name: str) -> str:
 def skill() -> str:
     text = docs.read_skill()
     if text is None:  # pragma: no cover - skill.md ships with the package
-        raise ResourceNotFoundError("skill.md is not installed with this package")
+        raise ResourceNotFound("skill.md is not installed with this package")
     return text
 
 
-def _bound(read: Callable[[str], str], name: str) -> Callable[[], str]:
-    """A no-argument reader for one static resource (the SDK rejects handler parameters without URI variables)."""
+@dataclass(frozen=True)
+class StaticResource:
+    """One listed resource and how to read it."""
 
-    def handler() -> str:
-        return read(name)
+    uri: str
+    name: str
+    title: str
+    description: str
+    mime_type: str
+    read: Callable[[], str]
 
-    handler.__name__ = f"read_{name}"
-    return handler
+
+@dataclass(frozen=True)
+class TemplateResource:
+    """One URI template: listed under resources/templates/list, read by :func:`read_resource`."""
+
+    uri_template: str
+    name: str
+    title: str
+    description: str
+    mime_type: str
 
 
-def _register_resources(server: MCPServer) -> None:
-    for name in docs.list_docs():
-        server.resource(
+def static_resources() -> list[StaticResource]:
+    """Every listed resource: each reference, the catalog index, each schema, the skill."""
+    out = [
+        StaticResource(
             f"{docs.REFERENCE_SCHEME}{name}",
-            name=f"reference-{name}",
-            title=f"XTuner RL reference: {name}",
-            description=f"XTuner V1 RL reference '{name}' (markdown, true to InternLM/xtuner@b934f46)",
-            mime_type=MARKDOWN,
-        )(_bound(reference, name))
-
-    @server.resource(
-        f"{docs.REFERENCE_SCHEME}{{name}}",
-        name="reference",
-        title="XTuner RL reference document",
-        description="One markdown reference by name: workflows, cluster-and-backends, api-reference, "
-        "data-contract, troubleshooting",
-        mime_type=MARKDOWN,
+            f"reference-{name}",
+            f"XTuner RL reference: {name}",
+            f"XTuner V1 RL reference '{name}' (markdown, true to InternLM/xtuner@b934f46)",
+            MARKDOWN,
+            functools.partial(reference, name),
+        )
+        for name in docs.list_docs()
+    ]
+    out.append(
+        StaticResource(
+            docs.FAILURE_MODE_SCHEME.rstrip("/"),
+            "failure-modes",
+            "Failure-mode catalog index",
+            "Every catalog entry: id, title, category and the URI of its full JSON",
+            JSON,
+            failure_mode_index,
+        )
     )
-    def _reference(name: str) -> str:
-        return reference(name)
-
-    @server.resource(
-        f"{docs.REFERENCE_SCHEME}{{name}}{{#anchor}}",
-        name="reference-section",
-        title="One section of an XTuner RL reference",
-        description="One section by document name and heading anchor, as cited by findings",
-        mime_type=MARKDOWN,
-    )
-    def _reference_section(name: str, anchor: str) -> str:
-        return reference_section(name, anchor)
-
-    @server.resource(
-        docs.FAILURE_MODE_SCHEME.rstrip("/"),
-        name="failure-modes",
-        title="Failure-mode catalog index",
-        description="Every catalog entry: id, title, category and the URI of its full JSON",
-        mime_type=JSON,
-    )
-    def _failure_modes() -> str:
-        return failure_mode_index()
-
-    @server.resource(
-        f"{docs.FAILURE_MODE_SCHEME}{{id}}",
-        name="failure-mode",
-        title="One failure-mode catalog entry",
-        description="Catalog entry as JSON: category, title, log patterns, cause, ordered fix steps, the tool "
-        "that confirms it, reference anchor and XTuner source line",
-        mime_type=JSON,
-    )
-    def _failure_mode(id: str) -> str:
-        return failure_mode(id)
-
-    for name in docs.list_schemas():
-        server.resource(
+    out += [
+        StaticResource(
             f"{docs.SCHEMA_SCHEME}{name}",
-            name=f"schema-{name}",
-            title=f"JSON Schema {name}",
-            description="JSON Schema (2020-12) shipped with the server",
-            mime_type="application/schema+json",
-        )(_bound(schema, name))
+            f"schema-{name}",
+            f"JSON Schema {name}",
+            "JSON Schema (2020-12) shipped with the server",
+            SCHEMA_JSON,
+            functools.partial(schema, name),
+        )
+        for name in docs.list_schemas()
+    ]
+    out.append(
+        StaticResource(
+            docs.SKILL_URI,
+            "skill",
+            "Agent Skill: XTuner RL with this server",
+            "When to route here, the fast operating procedure and worked hard cases (skill.md)",
+            MARKDOWN,
+            skill,
+        )
+    )
+    return out
 
-    @server.resource(
+
+TEMPLATES: tuple[TemplateResource, ...] = (
+    TemplateResource(
+        f"{docs.REFERENCE_SCHEME}{{name}}",
+        "reference",
+        "XTuner RL reference document",
+        "One markdown reference by name: workflows, cluster-and-backends, api-reference, data-contract, "
+        "troubleshooting",
+        MARKDOWN,
+    ),
+    TemplateResource(
+        f"{docs.REFERENCE_SCHEME}{{name}}{{#anchor}}",
+        "reference-section",
+        "One section of an XTuner RL reference",
+        "One section by document name and heading anchor, as cited by findings",
+        MARKDOWN,
+    ),
+    TemplateResource(
+        docs.FAILURE_MODE_SCHEME + "{id}",
+        "failure-mode",
+        "One failure-mode catalog entry",
+        "Catalog entry as JSON: category, title, log patterns, cause, ordered fix steps, the tool that confirms it, "
+        "reference anchor and XTuner source line",
+        JSON,
+    ),
+    TemplateResource(
         f"{docs.SCHEMA_SCHEME}{{name}}",
-        name="schema",
-        title="JSON Schema by name",
-        description="A JSON Schema shipped with the server, e.g. rl-sample.schema.json (a training/eval JSONL line)",
-        mime_type="application/schema+json",
-    )
-    def _schema(name: str) -> str:
-        return schema(name)
+        "schema",
+        "JSON Schema by name",
+        "A JSON Schema shipped with the server, e.g. rl-sample.schema.json (a training/eval JSONL line)",
+        SCHEMA_JSON,
+    ),
+)
 
-    @server.resource(
-        docs.SKILL_URI,
-        name="skill",
-        title="Agent Skill: XTuner RL with this server",
-        description="When to route here, the fast operating procedure and worked hard cases (skill.md)",
-        mime_type=MARKDOWN,
-    )
-    def _skill() -> str:
-        return skill()
+
+def read_resource(uri: str) -> tuple[str, str]:
+    """(text, mime type) of a resource URI, listed or matching a template; :class:`ResourceNotFound` otherwise."""
+    for res in static_resources():
+        if res.uri == uri:
+            return res.read(), res.mime_type
+    if uri.startswith(docs.REFERENCE_SCHEME):
+        name, hashmark, anchor = uri[len(docs.REFERENCE_SCHEME) :].partition("#")
+        return (reference_section(name, anchor) if hashmark else reference(name)), MARKDOWN
+    if uri.startswith(docs.FAILURE_MODE_SCHEME):
+        return failure_mode(uri[len(docs.FAILURE_MODE_SCHEME) :]), JSON
+    if uri.startswith(docs.SCHEMA_SCHEME):
+        return schema(uri[len(docs.SCHEMA_SCHEME) :]), SCHEMA_JSON
+    raise ResourceNotFound(f"no resource {uri[:200]!r}; list them with resources/list and resources/templates/list")
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -259,36 +290,54 @@ Answer with: the cause (quote the evidence line), the confirming tool result, an
 """
 
 
-def _register_prompts(server: MCPServer) -> None:
-    @server.prompt(
-        name="plan_grpo_run",
-        title="Plan an XTuner GRPO run",
-        description="Checked launch plan for a GRPO run: which tools to call, in which order, with your inputs",
-    )
-    def plan_grpo_run(
-        nodes: Annotated[str, Field(description="Number of nodes")] = "1",
-        gpus_per_node: Annotated[str, Field(description="GPUs per node")] = "8",
-        model: Annotated[str, Field(description="Hugging Face model directory")] = "<MODEL_PATH>",
-        backend: Annotated[str, Field(description="Rollout backend: lmdeploy or sglang")] = "lmdeploy",
-        train_data: Annotated[str, Field(description="Training JSONL path")] = "<train.jsonl>",
-        eval_data: Annotated[str, Field(description="Evaluation JSONL path (optional)")] = "",
-        mode: Annotated[str, Field(description="Topology wish: sync, async, disaggregated or auto")] = "auto",
-    ) -> str:
-        return plan_prompt(nodes, gpus_per_node, model, backend, train_data, eval_data, mode)
+@dataclass(frozen=True)
+class PromptSpec:
+    """One prompt: its listed arguments (all optional, with descriptions) and the text it renders."""
 
-    @server.prompt(
-        name="diagnose_failed_run",
-        title="Diagnose a failed XTuner RL run",
-        description="Which tools to call, in which order, to find the cause of a failed or stuck run",
-    )
-    def diagnose_failed_run(
-        log_excerpt: Annotated[str, Field(description="The failing log text (last lines, traceback)")] = "",
-        log_path: Annotated[str, Field(description="Path of the log file, if no excerpt is given")] = "",
-    ) -> str:
-        return diagnose_prompt(log_excerpt, log_path)
+    name: str
+    title: str
+    description: str
+    arguments: tuple[tuple[str, str], ...]  # (name, description)
+    render: Callable[..., str]
 
 
-def register(server: MCPServer) -> None:
-    """Register resources and prompts."""
-    _register_resources(server)
-    _register_prompts(server)
+PROMPTS: tuple[PromptSpec, ...] = (
+    PromptSpec(
+        "plan_grpo_run",
+        "Plan an XTuner GRPO run",
+        "Checked launch plan for a GRPO run: which tools to call, in which order, with your inputs",
+        (
+            ("nodes", "Number of nodes"),
+            ("gpus_per_node", "GPUs per node"),
+            ("model", "Hugging Face model directory"),
+            ("backend", "Rollout backend: lmdeploy or sglang"),
+            ("train_data", "Training JSONL path"),
+            ("eval_data", "Evaluation JSONL path (optional)"),
+            ("mode", "Topology wish: sync, async, disaggregated or auto"),
+        ),
+        plan_prompt,
+    ),
+    PromptSpec(
+        "diagnose_failed_run",
+        "Diagnose a failed XTuner RL run",
+        "Which tools to call, in which order, to find the cause of a failed or stuck run",
+        (
+            ("log_excerpt", "The failing log text (last lines, traceback)"),
+            ("log_path", "Path of the log file, if no excerpt is given"),
+        ),
+        diagnose_prompt,
+    ),
+)
+
+
+def render_prompt(name: str, arguments: Mapping[str, str] | None) -> tuple[PromptSpec, str]:
+    """The prompt named ``name`` rendered with ``arguments``; unknown names or arguments raise ResourceNotFound."""
+    spec = next((p for p in PROMPTS if p.name == name), None)
+    if spec is None:
+        raise ResourceNotFound(f"no prompt {name[:100]!r}; known: {', '.join(p.name for p in PROMPTS)}")
+    known = {a for a, _ in spec.arguments}
+    given = {k: str(v) for k, v in (arguments or {}).items()}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ResourceNotFound(f"prompt {name!r} has no argument(s) {', '.join(unknown)[:200]}")
+    return spec, spec.render(**given)

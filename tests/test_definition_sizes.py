@@ -37,20 +37,32 @@ async def test_definitions_fit_the_budget(mcp_client):
 
 
 def test_compaction_keeps_meaning():
-    from xtuner_rl_mcp.server.app import compact_schema
+    """The generator drops derived titles and null defaults but keeps names, defaults, enums and validation."""
+    from typing import Literal
 
-    schema = {
-        "title": "Params",
-        "type": "object",
-        "properties": {
-            "default": {"title": "Default", "type": "integer", "default": 3},
-            "stage": {"anyOf": [{"enum": ["a", "b"], "type": "string"}, {"type": "null"}], "default": None},
-            "title": {"title": "Title", "type": "string"},
-        },
-    }
-    out = compact_schema(schema)
-    assert set(out["properties"]) == {"default", "stage", "title"}
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from xtuner_rl_mcp.server.schemas import schema_of
+
+    class Inner(BaseModel):
+        n: int = 1
+
+    class Params(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        default: int = 3
+        stage: Literal["a", "b"] | None = None
+        title: str
+        items: list[str] = Field(default_factory=list)
+        inner: Inner | None = None
+
+    out = schema_of(Params)
+    assert "title" not in out and set(out["properties"]) == {"default", "stage", "title", "items", "inner"}
     assert out["properties"]["default"] == {"type": "integer", "default": 3}
     assert out["properties"]["stage"] == {"enum": ["a", "b", None], "type": ["string", "null"]}
+    assert out["properties"]["title"] == {"type": "string"}
+    assert out["properties"]["items"]["default"] == []
+    assert out["additionalProperties"] is False and out["required"] == ["title"]
     v = Draft202012Validator(out)
-    assert v.is_valid({"stage": None}) and v.is_valid({"stage": "a"}) and not v.is_valid({"stage": "c"})
+    assert v.is_valid({"title": "x", "stage": None, "inner": None}) and v.is_valid({"title": "x", "stage": "a"})
+    assert not v.is_valid({"title": "x", "stage": "c"}) and not v.is_valid({"title": "x", "nope": 1})
+    assert v.is_valid({"title": "x", "inner": {"n": 2}}) and not v.is_valid({"title": "x", "inner": {"n": "two"}})
