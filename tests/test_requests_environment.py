@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from .ray_cluster import ray_cluster, ray_head  # noqa: F401  (fixtures)
 from .xtuner_config_samples import COLOCATED_ASYNC, ENV, write
 
 pytestmark = pytest.mark.anyio
