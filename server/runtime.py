@@ -32,9 +32,9 @@ class ServerLimits:
     """The operator's bounds on tool calls (flags of ``serve``)."""
 
     call_timeout_s: float = 300.0  # wall clock per call, waiting included
-    workers: int = 8  # tool calls running at once, whole server
-    max_live_threads: int = 32  # running plus abandoned-but-not-finished worker threads
-    calls_per_session: int = 8  # calls in flight per session
+    workers: int = 16  # tool calls running at once, whole server (most wait on sockets or subprocesses)
+    max_live_threads: int = 48  # running plus abandoned-but-not-finished worker threads
+    calls_per_session: int = 8  # calls in flight per session: one session can hold at most half the workers
 
 
 class Busy(Exception):
