@@ -1,7 +1,12 @@
-"""What a Python environment and PATH have installed for XTuner RL: packages found through their metadata and
-module specs (never imported) — in this server's Python, or in the training environment's interpreter through
-:mod:`.interpreter` — binaries on PATH (and beside that interpreter), and what is missing for the backend and
-tracing a run asks for."""
+"""What a Python environment and PATH have installed for XTuner RL, and what is missing for the backend and
+tracing a run asks for.
+
+Packages are found through their metadata and module files, never imported: in this server's own Python (in
+process, :mod:`.probe_child`), or in the training environment named by ``training_env``, whose files
+:mod:`.training_env` reads — and, only when the operator allowed its interpreter at start and the caller asks,
+:mod:`.interpreter` runs it to confirm the reading. Binaries are looked up beside the training environment's
+interpreter (a venv's bin/ holds its ``ray``), then on PATH.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +16,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..core import Finding
-from . import probe_child
+from ..core import Finding, RunContext, ToolInputError
+from . import probe_child, training_env
 from .env import BACKEND_FLAGS, EnvReport
 from .findings import probe_finding
 from .fit import Expected
-from .interpreter import PythonEnv, XtunerInstall, probe_python
+from .interpreter import (
+    ChildAnswer,
+    PythonEnv,
+    XtunerInstall,
+    check_native_binary,
+    environment_interpreter,
+    run_locator,
+)
 from .ray import SRC_RAY_INIT
 
 # XTuner sources (InternLM/xtuner@b934f46).
@@ -76,17 +88,16 @@ class PackageInfo(BaseModel):
 
 class PackagesReport(BaseModel):
     items: list[PackageInfo]
-    python: PythonEnv | None = Field(default=None, description="The interpreter whose packages these are")
+    python: PythonEnv | None = Field(default=None, description="The environment whose packages these are")
     xtuner: XtunerInstall | None = Field(default=None, description="The xtuner installation, if any")
     xtuner_location: str | None = Field(default=None, description="Directory of the xtuner package, if found")
     xtuner_v1_rl_cli: bool | None = Field(
         default=None, description="xtuner/v1/train/cli/rl.py exists (null: no xtuner)"
     )
-    error: str = Field(default="", description="Why the interpreter could not be probed (nothing known)")
 
     @property
-    def training_env(self) -> bool:
-        """True when these are the training environment's packages (given interpreter, or one that has xtuner)."""
+    def is_training_env(self) -> bool:
+        """True when these are the training environment's packages (the one given, or one that has xtuner)."""
         xt = next((p for p in self.items if p.name == "xtuner"), None)
         return (self.python is not None and self.python.target == "training") or bool(xt and xt.installed)
 
@@ -101,12 +112,11 @@ def _spec() -> list[tuple[str, tuple[str, ...], str | None]]:
     return [(name, dists, module) for name, dists, module, _ in PACKAGES]
 
 
-def _report(data: dict, target: str) -> PackagesReport:
-    """A PackagesReport from what probe_child found (in this process or in another interpreter)."""
-    found = {row.get("name"): row for row in data.get("packages") or [] if isinstance(row, dict)}
+def _report(python: PythonEnv, rows: dict[str, dict], xt: XtunerInstall | None) -> PackagesReport:
+    """A PackagesReport from per-package rows (version, distribution, module_found) and the xtuner found."""
     items = []
     for name, _, _, purpose in PACKAGES:
-        row = found.get(name, {})
+        row = rows.get(name, {})
         version, module_found = row.get("version"), row.get("module_found")
         items.append(
             PackageInfo(
@@ -118,36 +128,89 @@ def _report(data: dict, target: str) -> PackagesReport:
                 purpose=purpose,
             )
         )
-    xt = XtunerInstall(**data["xtuner"]) if isinstance(data.get("xtuner"), dict) else None
-    python = PythonEnv(
-        target=target,
-        executable=str(data.get("executable") or ""),
-        python_version=str(data.get("python_version") or ""),
-        prefix=str(data.get("prefix") or ""),
-        is_venv=bool(data.get("is_venv")),
-        is_conda=bool(data.get("is_conda")),
-        scripts_dir=str(data.get("scripts_dir") or ""),
-    )
     return PackagesReport(
         items=items,
         python=python,
         xtuner=xt,
         xtuner_location=xt.location if xt else None,
-        xtuner_v1_rl_cli=xt.v1_rl_files.get("v1/train/cli/rl.py") if xt else None,
+        xtuner_v1_rl_cli=xt.v1_rl_files.get("v1/train/cli/rl.py") if xt and xt.v1_rl is not None else None,
     )
 
 
-def check_packages(python: Path | None = None, timeout: float = 10.0) -> PackagesReport:
-    """Packages of this server's Python, or of ``python`` (run in a subprocess with ``timeout``)."""
-    if python is None:
-        return _report(probe_child.probe({"packages": [[n, list(d), m] for n, d, m in _spec()]}), "server")
-    data = probe_python(python, _spec(), timeout)
-    if "error" in data:
-        items = [PackageInfo(name=n, installed=False, purpose=p) for n, _, _, p in PACKAGES]
-        return PackagesReport(
-            items=items, python=PythonEnv(target="training", executable=str(python)), error=str(data["error"])
-        )
-    return _report(data, "training")
+def check_packages() -> PackagesReport:
+    """Packages of this server's own Python, located in process (nothing imported)."""
+    data = probe_child.probe({"packages": [[n, list(d), m] for n, d, m in _spec()]})
+    python = PythonEnv(
+        target="server",
+        executable=data["executable"],
+        python_version=data["python_version"],
+        prefix=data["prefix"],
+        is_venv=data["is_venv"],
+        is_conda=data["is_conda"],
+        scripts_dir=data["scripts_dir"],
+    )
+    xt = XtunerInstall(**data["xtuner"]) if data.get("xtuner") else None
+    return _report(python, {row["name"]: row for row in data["packages"]}, xt)
+
+
+def training_packages(
+    raw: str, ctx: RunContext, *, run_interpreter: bool = False, timeout: float = 10.0
+) -> PackagesReport:
+    """Packages of the training environment ``raw`` names, read from its files; with ``run_interpreter``, and only
+    if the operator allowed its interpreter at start, confirmed by running it (see :mod:`.interpreter`)."""
+    prefix = training_env.locate(raw, ctx.paths)
+    reading = training_env.read_environment(prefix, ctx.paths, _spec(), ctx.limits)
+    rows = {
+        p.name: {"version": p.version, "distribution": p.distribution, "module_found": p.module_found}
+        for p in reading.packages
+    }
+    python, xt = reading.python, reading.xtuner
+    if run_interpreter:
+        answer, note = _run(prefix, reading.search_paths, ctx, timeout)
+        python.notes.append(note)
+        if answer is not None:
+            python.learned_from = "run"
+            python.python_version = answer.python_version
+            python.notes += _merge(rows, answer)
+            if xt is None and answer.xtuner_location:
+                where = Path(answer.xtuner_location)
+                xt = training_env.describe_xtuner(where, "its interpreter", False, {}, ctx.paths, python.notes)
+    return _report(python, rows, xt)
+
+
+def _run(prefix: Path, search_paths: list[str], ctx: RunContext, timeout: float) -> tuple[ChildAnswer | None, str]:
+    """The interpreter's validated answer when the operator allowed it and it gave one, and a note saying how."""
+    interpreter, why = environment_interpreter(prefix, ctx.policy)
+    if interpreter is None:
+        return None, why
+    try:
+        check_native_binary(interpreter, ctx.policy)
+    except ToolInputError as exc:
+        return None, f"not run: {exc.message}"
+    outcome = run_locator(interpreter, _spec(), search_paths, timeout, ctx.limits)
+    ctx.limits.check()
+    if outcome.answer is None:
+        return None, f"not confirmed by running it: {outcome.error}"
+    return outcome.answer, f"confirmed by running {interpreter} -I -S (no site, no .pth)"
+
+
+def _merge(rows: dict[str, dict], answer: ChildAnswer) -> list[str]:
+    """Fold the interpreter's answer into the rows read from the files; notes where the two disagree."""
+    dists = {name: d for name, d, _ in _spec()}
+    notes = []
+    for child in answer.packages:
+        row = rows.get(child.name)
+        if row is None:
+            continue
+        if child.version and row["version"] and child.version != row["version"]:
+            notes.append(f"{child.name}: its files say {row['version']}, its interpreter {child.version}")
+        if child.version:
+            row["version"] = child.version
+            if child.distribution in dists[child.name]:
+                row["distribution"] = child.distribution
+        if child.module_found:
+            row["module_found"] = True
+    return notes
 
 
 def check_binaries(scripts_dir: str | None = None) -> list[BinaryInfo]:
@@ -168,32 +231,17 @@ def _where(report: PackagesReport) -> str:
     """How findings name the environment they looked at."""
     py = report.python
     if py is not None and py.target == "training":
-        return f"the training Python ({py.executable})"
+        return f"the training environment ({py.prefix})"
     return "this server's Python"
 
 
 def package_findings(report: PackagesReport, env: EnvReport | None, expected: Expected | None) -> list[Finding]:
     """xtuner with its V1 RL CLI, the CLI's imports, the flagged backend, FlashAttention 3 and OpenTelemetry."""
-    if report.error:
-        return [python_unreadable_finding(report)]
     out = _xtuner_findings(report)
     if env is not None:
-        out += _backend_package_findings(report, env, report.training_env)
+        out += _backend_package_findings(report, env, report.is_training_env)
     out += _otel_package_findings(report, expected.tracing if expected else False)
     return out
-
-
-def python_unreadable_finding(report: PackagesReport) -> Finding:
-    return probe_finding(
-        "python_unreadable",
-        "warning",
-        "missing_env_var_or_path",
-        "The training Python could not be probed, so its packages are unknown",
-        "ray-preparation",
-        evidence=report.error,
-        fix="Check that the interpreter starts (`<python> -c 'import sys'`), or raise timeout_s.",
-        owner="environment",
-    )
 
 
 def _xtuner_findings(report: PackagesReport) -> list[Finding]:
@@ -201,7 +249,7 @@ def _xtuner_findings(report: PackagesReport) -> list[Finding]:
     xt = _package(report, "xtuner")
     training = report.python is not None and report.python.target == "training"
     where = _where(report)
-    hedge = "" if training else " Ignore this if the run uses another Python than this server (pass python=...)."
+    hedge = "" if training else " Ignore this if the run uses another Python (pass training_env=<its prefix>)."
     if xt is not None and not xt.installed:
         out.append(
             probe_finding(
@@ -233,6 +281,23 @@ def _xtuner_findings(report: PackagesReport) -> list[Finding]:
                 owner="backend_install",
             )
         )
+    elif report.xtuner is not None and report.xtuner.outside_roots:
+        outside = report.xtuner
+        out.append(
+            probe_finding(
+                "xtuner_not_read",
+                "warning",
+                "missing_env_var_or_path",
+                "The training environment's xtuner is outside the allowed roots: its V1 RL files were not checked",
+                "ray-preparation",
+                source=SRC_CLI,
+                evidence=f"xtuner found at {outside.location} ({outside.found_by}); this server reads files only "
+                "inside its allowed roots",
+                fix=f"Start the server with --allow-root {os.path.dirname(outside.location)} to check it, or confirm "
+                "yourself that xtuner/v1/train/cli/rl.py exists there.",
+                owner="environment",
+            )
+        )
     for name, sev in (("ray", "warning"), ("cyclopts", "info"), ("torch", "info")):
         p = _package(report, name)
         if p is not None and not p.installed:
@@ -252,7 +317,7 @@ def _xtuner_findings(report: PackagesReport) -> list[Finding]:
     return out
 
 
-def _backend_package_findings(report: PackagesReport, env: EnvReport, training_env: bool) -> list[Finding]:
+def _backend_package_findings(report: PackagesReport, env: EnvReport, is_training: bool) -> list[Finding]:
     out: list[Finding] = []
     for backend, var in BACKEND_FLAGS:
         flag = next(f for f in env.backend_flags if f.name == var)
@@ -266,13 +331,13 @@ def _backend_package_findings(report: PackagesReport, env: EnvReport, training_e
             out.append(
                 probe_finding(
                     f"backend_not_installed.{backend}",
-                    "blocker" if training_env else "warning",
+                    "blocker" if is_training else "warning",
                     "backend_not_installed",
                     f"{var}=1 but the '{backend}' package is not installed",
                     "backend-support",
                     source=SRC_VLLM_IMPORTS if backend == "vllm" else SRC_ENV_CHECK_IMPORTS,
                     evidence=f"{var}=1; {where}; no '{backend}' distribution found in {_where(report)}"
-                    + ("" if training_env else " (which has no xtuner either, so it may not be the training one)"),
+                    + ("" if is_training else " (which has no xtuner either, so it may not be the training one)"),
                     fix=f"Install {backend} in the environment Ray workers run in (e.g. pip install -r "
                     f"requirements/{backend}.txt), or set {var} to 0 and flag an installed backend.",
                     owner="backend_install",
@@ -283,7 +348,7 @@ def _backend_package_findings(report: PackagesReport, env: EnvReport, training_e
         out.append(
             probe_finding(
                 "fa3_missing",
-                "blocker" if training_env else "warning",
+                "blocker" if is_training else "warning",
                 "backend_not_installed",
                 "XTUNER_USE_FA3=1 but FlashAttention 3 (module flash_attn_interface) is not installed",
                 "env-vars-reach-ray-workers",

@@ -10,11 +10,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..core import Finding, PathKind, PathPolicy, ToolInputError
+from ..core import Finding, PathKind, PathPolicy, ToolInputError, read_guarded
 from .findings import probe_finding
 
 #: Where a missing path is explained (the failure-mode catalog).
 PATH_NOT_FOUND_REF = "xtuner-rl://failure-modes/path_not_found"
+#: A model's config.json is a few KiB; a larger file is no model config.
+MAX_MODEL_CONFIG_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -103,14 +105,14 @@ def check_model(policy: PathPolicy, raw: str | None) -> ModelReport:
     cfg_look = check_path(policy, str(look.real / "config.json"), what="config.json", kind="file")
     if cfg_look.real is None:
         return ModelReport(path=raw, checkable=True, exists=True, config_json=False, error=cfg_look.message)
-    cfg = cfg_look.real
-    if cfg.stat().st_size > 4 * 1024 * 1024:
-        return ModelReport(
-            path=raw, checkable=True, exists=True, config_json=True, error="config.json is larger than 4 MiB"
-        )
     try:
-        data = json.loads(cfg.read_text(encoding="utf-8", errors="replace"))
-    except ValueError as exc:
+        text = read_guarded(policy, cfg_look.real, what="config.json", limit=MAX_MODEL_CONFIG_BYTES)
+    except ToolInputError as exc:
+        error = "config.json is larger than 4 MiB" if exc.code == "file_too_large" else exc.message
+        return ModelReport(path=raw, checkable=True, exists=True, config_json=True, error=error)
+    try:
+        data = json.loads(text.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError) as exc:
         return ModelReport(
             path=raw, checkable=True, exists=True, config_json=True, error=f"config.json is not valid JSON: {exc}"
         )

@@ -1,13 +1,18 @@
-"""What one Python environment has installed for XTuner RL, found without importing anything heavy.
+"""What one Python environment has installed for XTuner RL, found without importing any of it.
 
-This module is plain standard library and runs in two ways: imported by the server to look at its own Python, and
-sent as source text (``python -I -c``) to the training environment's interpreter, which may be another Python
-version and never has this package. It must therefore stay self-contained, Python 3.8-compatible, and free of
-imports beyond the standard library. Packages are found through their distribution metadata and module specs
-(``importlib.util.find_spec`` of a top-level name locates it without executing it); the XTuner installation is
-described from its files: where it is, whether it holds the V1 RL tree, and its git commit when it is a checkout.
+This module is plain standard library and is used in two ways: imported by the server to look at its own Python,
+and sent as source text (``python -I -S -c``) to a training interpreter the operator allowed, which may be another
+Python version and never has this package. It must therefore stay self-contained, Python 3.8-compatible, and free
+of imports beyond the standard library.
+
+Packages are found through their distribution metadata and module specs (a top-level name is located, never
+executed). Run in another interpreter, the request names the directories to search (``paths``: the environment's
+site-packages, which ``-S`` left off ``sys.path``); they are searched explicitly and never put on ``sys.path``, so
+nothing there can shadow a module this script uses. :func:`git_commit` reads a checkout's commit from its files
+through a reader the caller passes (the server passes its guarded opener).
 """
 
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import json
@@ -19,19 +24,28 @@ V1_RL_FILES = ("v1/train/cli/rl.py", "v1/train/rl_trainer.py", "v1/rl/rollout/wo
 MAX_GIT_DEPTH = 4
 
 
-def _dist_version(names):
+def _distribution(names, paths):
+    """The first installed distribution among ``names`` (searched in ``paths``, else ``sys.path``), else None."""
     for name in names:
-        try:
-            return importlib.metadata.version(name), name
-        except Exception:  # not installed, or broken metadata: either way not this name
-            continue
+        for spelling in dict.fromkeys((name, name.replace("-", "_"))):
+            try:
+                if paths is None:
+                    return importlib.metadata.distribution(spelling), name
+                found = next(iter(importlib.metadata.Distribution.discover(name=spelling, path=paths)), None)
+                if found is not None:
+                    return found, name
+            except Exception:  # not installed, or broken metadata: either way not this name
+                continue
     return None, None
 
 
-def _module_location(module):
+def _module_location(module, paths):
     """(found, package directory) for a top-level module, located but not executed."""
     try:
-        spec = importlib.util.find_spec(module)
+        if paths is None:
+            spec = importlib.util.find_spec(module)
+        else:
+            spec = importlib.machinery.PathFinder.find_spec(module, paths)
     except (ImportError, ValueError):
         return False, None
     if spec is None:
@@ -42,26 +56,26 @@ def _module_location(module):
     return True, os.path.dirname(spec.origin) if spec.origin else None
 
 
-def _read(path, limit=4096):
+def read_text(path, limit=4096):
+    """A small text file's first ``limit`` characters, stripped; None when it cannot be read."""
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             return fh.read(limit).strip()
-    except OSError:
+    except (OSError, ValueError):
         return None
 
 
-def _git_dir(start):
+def _git_dir(start, read, is_dir):
     """The .git directory of the checkout holding ``start`` (a worktree's gitdir is followed), else None."""
     here = os.path.abspath(start)
     for _ in range(MAX_GIT_DEPTH):
         candidate = os.path.join(here, ".git")
-        if os.path.isdir(candidate):
+        if is_dir(candidate):
             return candidate
-        if os.path.isfile(candidate):
-            text = _read(candidate) or ""
-            if text.startswith("gitdir:"):
-                target = text[len("gitdir:") :].strip()
-                return os.path.normpath(os.path.join(here, target))
+        text = read(candidate, 4096) or ""
+        if text.startswith("gitdir:"):
+            target = text[len("gitdir:") :].strip()
+            return os.path.normpath(os.path.join(here, target))
         parent = os.path.dirname(here)
         if parent == here:
             break
@@ -69,24 +83,27 @@ def _git_dir(start):
     return None
 
 
-def git_commit(start):
-    """(commit, ref) of the checkout around ``start``, read from its files (no git binary); (None, None) if none."""
-    gd = _git_dir(start)
+def git_commit(start, read=read_text, is_dir=os.path.isdir):
+    """(commit, ref) of the checkout around ``start``, read from its files (no git binary); (None, None) if none.
+
+    ``read(path, limit)`` returns a file's stripped text or None; ``is_dir(path)`` says whether a directory exists.
+    """
+    gd = _git_dir(start, read, is_dir)
     if gd is None:
         return None, None
-    head = _read(os.path.join(gd, "HEAD"))
+    head = read(os.path.join(gd, "HEAD"), 4096)
     if not head:
         return None, None
     if not head.startswith("ref:"):
         return head[:40], None
     ref = head[4:].strip()
-    common = _read(os.path.join(gd, "commondir"))
+    common = read(os.path.join(gd, "commondir"), 4096)
     roots = [gd] + ([os.path.normpath(os.path.join(gd, common))] if common else [])
     for root in roots:
-        value = _read(os.path.join(root, *ref.split("/")))
+        value = read(os.path.join(root, *ref.split("/")), 4096)
         if value:
             return value[:40], ref
-        packed = _read(os.path.join(root, "packed-refs"), limit=4 * 1024 * 1024) or ""
+        packed = read(os.path.join(root, "packed-refs"), 4 * 1024 * 1024) or ""
         for line in packed.splitlines():
             parts = line.split()
             if len(parts) == 2 and parts[1] == ref:
@@ -106,7 +123,7 @@ def _direct_url():
 
 
 def describe_xtuner(location):
-    """Where xtuner is, whether it holds V1 RL, how it was installed and its git commit when that is knowable."""
+    """Where this interpreter's xtuner is, whether it holds V1 RL, how it was installed and its git commit."""
     files = {rel: os.path.isfile(os.path.join(location, *rel.split("/"))) for rel in V1_RL_FILES}
     url = _direct_url() or {}
     editable = bool((url.get("dir_info") or {}).get("editable"))
@@ -129,19 +146,31 @@ def describe_xtuner(location):
 
 
 def probe(spec):
-    """``spec``: {"packages": [[name, [dists], module or None], ...]} -> what this interpreter has."""
+    """``spec``: {"packages": [[name, [dists], module or None], ...], "paths": [dirs] (optional)} -> what is there.
+
+    Without ``paths`` this interpreter's own ``sys.path`` is searched and its xtuner described; with ``paths`` only
+    those directories are searched and the xtuner is only located (the caller reads its files itself)."""
+    paths = spec.get("paths")
+    if paths is not None:
+        paths = [p for p in paths if isinstance(p, str)]
     items = []
-    xtuner = None
+    xtuner_location = None
     for name, dists, module in spec.get("packages", []):
-        version, dist = _dist_version(dists)
+        dist, dist_name = _distribution(dists, paths)
+        version = None
+        if dist is not None:
+            try:
+                version = dist.version
+            except Exception:  # metadata without a Version header
+                version = None
         found, where = (None, None)
         if module:
-            found, where = _module_location(module)
+            found, where = _module_location(module, paths)
         if name == "xtuner" and found and where:
-            xtuner = describe_xtuner(where)
-        items.append({"name": name, "version": version, "distribution": dist, "module_found": found})
+            xtuner_location = where
+        items.append({"name": name, "version": version, "distribution": dist_name, "module_found": found})
     prefix = sys.prefix
-    return {
+    out = {
         "executable": sys.executable,
         "python_version": ".".join(str(v) for v in sys.version_info[:3]),
         "prefix": prefix,
@@ -149,8 +178,11 @@ def probe(spec):
         "is_conda": os.path.isdir(os.path.join(prefix, "conda-meta")),
         "scripts_dir": os.path.dirname(sys.executable),
         "packages": items,
-        "xtuner": xtuner,
+        "xtuner_location": xtuner_location,
     }
+    if paths is None:
+        out["xtuner"] = describe_xtuner(xtuner_location) if xtuner_location else None
+    return out
 
 
 if __name__ == "__main__":

@@ -3,9 +3,12 @@
 What it never does: ``ray.init`` (that registers a driver job for good, spawns idle workers and writes logs),
 ``ray start``/``ray stop``, KV writes. Ray is never imported in this process: the GCS is read by a short-lived
 child process of the same Python (``ray._raylet.GcsClient``, the autoscaler SDK and ``GlobalState``, none of
-which create a job or a file), killed at a hard deadline. A dashboard address (``http://...``) is read over plain
-HTTP instead, which needs no Ray at all. Every path answers within ``timeout_s``, including dead or black-hole
-addresses (a TCP pre-check turns "connection refused" into an answer within milliseconds).
+which create a job or a file), run bounded (``core.process.run_bounded``: own session, group kill, output cap). A
+dashboard address (``http://...``) is read over HTTP instead (``cluster.http_get``), which needs no Ray at all.
+Every address goes through the address policy first (``cluster.ray_address``): the server's credentials go only to
+an operator-configured cluster, a client-given one is probed only on loopback and without them. The whole probe
+answers within ``timeout_s`` and the call's deadline, including dead or black-hole addresses (a TCP pre-check turns
+"connection refused" into an answer within milliseconds).
 
 Ray-side APIs used (tested with Ray 2.60): ``GcsClient.internal_kv_get`` / ``get_all_node_info`` (private),
 ``ray.autoscaler.v2.sdk.get_cluster_status`` (developer API), ``ray._private.state.GlobalState.placement_group_table``
@@ -15,24 +18,34 @@ Ray-side APIs used (tested with Ray 2.60): ``GcsClient.internal_kv_get`` / ``get
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata
 import importlib.util
 import json
-import os
 import platform
 import re
-import signal
+import shutil
 import socket
-import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..core import DEFAULT_LIST_CAP, cap
+from ..core import DEFAULT_LIST_CAP, ToolInputError, cap
+from ..core.process import run_bounded
+from .http_get import HttpAuthError, HttpError, http_get
+from .ray_address import (
+    DEFAULT_DASHBOARD_PORT,
+    DEFAULT_GCS_PORT,
+    AddressFile,
+    RayAccess,
+    RayTarget,
+    address_file_path,
+    parse_endpoint,
+    read_address_file,
+)
 
 #: XTuner connects with ``ray.init(address="auto")`` (xtuner/v1/train/cli/rl.py:45-46).
 SRC_RAY_INIT = "xtuner/v1/train/cli/rl.py:45-46"
@@ -44,12 +57,19 @@ SRC_PG_NAME_DISAGG = "xtuner/v1/train/rl_trainer.py:1917-1922"
 XTUNER_PG_NAMES = ("train",)
 XTUNER_PG_PREFIX = "xtuner_rl_disagg_"
 
-DEFAULT_GCS_PORT = 6379
-DEFAULT_DASHBOARD_PORT = 8265
+#: Most bytes the GCS probe process may print (a JSON snapshot; thousands of nodes fit).
+CHILD_OUTPUT_CAP = 16 << 20
+#: Most bytes of one dashboard JSON answer.
+DASHBOARD_JSON_CAP = 8 << 20
 AUTH_HINT = (
     "The cluster uses Ray token authentication. Make the cluster's token available to this server and to the "
     "XTuner driver: export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN=<token> (or RAY_AUTH_TOKEN_PATH=<file>, or put it "
     "in ~/.ray/auth_token), then probe again. For a dashboard address the token is sent as 'Authorization: Bearer'."
+)
+UNTRUSTED_AUTH_HINT = (
+    "The cluster uses Ray token authentication, and this server offers its Ray credentials only to clusters the "
+    "operator configured: ask the operator to start the server with --ray-address <this address> (or RAY_ADDRESS in "
+    "the server's environment) and RAY_AUTH_TOKEN set, then probe again."
 )
 
 AddressSource = Literal["explicit", "RAY_ADDRESS", "address_file", "none"]
@@ -101,6 +121,9 @@ class RaySnapshot(BaseModel):
     resolution: AddressResolution
     method: Literal["gcs", "dashboard_http", "none"] = Field(description="How the cluster was read")
     reachable: bool = Field(description="The cluster answered (even if it refused auth)")
+    trusted: bool = Field(
+        default=False, description="A cluster the operator configured: the server's Ray credentials were offered"
+    )
     auth_required: bool = Field(default=False, description="The cluster refused us for lack of a valid token")
     auth_hint: str = Field(default="", description="How to supply the token, when auth_required")
     gcs_address: str | None = None
@@ -141,21 +164,6 @@ def local_ray_version() -> str | None:
         return None
 
 
-def address_file_path(environ: Mapping[str, str]) -> str:
-    """Where ``ray start`` leaves the address and ``ray.init(address="auto")`` looks for it (Linux rules)."""
-    base = environ.get("RAY_TMPDIR") or (environ.get("TMPDIR") if sys.platform.startswith("linux") else None)
-    return os.path.join(base or "/tmp", "ray", "ray_current_cluster")
-
-
-def _read_address_file(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(4096).strip()
-    except OSError:
-        return None
-    return text or None
-
-
 _HOSTPORT = re.compile(r"^\[?(?P<host>[A-Za-z0-9_.:\-]+?)\]?(?::(?P<port>\d{1,5}))?$")
 
 
@@ -179,44 +187,45 @@ def classify_address(raw: str) -> tuple[AddressKind, str]:
     return "gcs", "GCS address (what ray.init connects to)"
 
 
-def resolve_address(explicit: str | None, environ: Mapping[str, str]) -> AddressResolution:
-    """Explicit argument, then ``RAY_ADDRESS``, then the local address file; ``auto`` means 'discover'."""
-    file_path = address_file_path(environ)
+def resolve_address(
+    explicit: str | None, access: RayAccess, client_environ: Mapping[str, str] | None = None
+) -> AddressResolution:
+    """Explicit argument, then ``RAY_ADDRESS``, then the local address file; ``auto`` means 'discover'.
+
+    ``client_environ``: an environment the client gave (its ``RAY_ADDRESS``, and ``RAY_TMPDIR``/``TMPDIR`` for the
+    address file, which is then read only inside the allowed roots); None: the server's own."""
+    env = access.server_environ if client_environ is None else client_environ
+    file_path = address_file_path(env)
     candidates: list[tuple[AddressSource, str | None]] = [
         ("explicit", explicit),
-        ("RAY_ADDRESS", environ.get("RAY_ADDRESS")),
+        ("RAY_ADDRESS", env.get("RAY_ADDRESS")),
     ]
     for source, value in candidates:
         if value is None or not value.strip() or value.strip().lower() in ("auto", "local"):
             continue
         kind, note = classify_address(value)
         return AddressResolution(address=value.strip(), source=source, kind=kind, address_file=file_path, note=note)
-    found = _read_address_file(file_path)
-    if found:
-        kind, note = classify_address(found)
+    found: AddressFile = (
+        access.local_file if file_path == access.local_file.path else read_address_file(file_path, access.paths)
+    )
+    if found.address:
         return AddressResolution(
-            address=found, source="address_file", kind=kind, address_file=file_path, note=f"from {file_path}; {note}"
+            address=found.address, source="address_file", kind="gcs", address_file=file_path, note=found.note
         )
     return AddressResolution(
         address=None,
         source="none",
         kind="none",
         address_file=file_path,
-        note=f"no address given, RAY_ADDRESS unset and no {file_path}: no local cluster started with `ray start`",
+        note=f"no address given and RAY_ADDRESS unset; {found.note}",
     )
 
 
-def split_hostport(address: str, default_port: int = DEFAULT_GCS_PORT) -> tuple[str, int]:
-    m = _HOSTPORT.match(address.strip())
-    if not m:
-        raise ValueError(address)
-    return m.group("host"), int(m.group("port") or default_port)
-
-
-def tcp_check(host: str, port: int, timeout: float) -> str | None:
-    """None when something accepts TCP connections there, else why not (refusals come back in ~1 ms)."""
+def tcp_check(ip: str, port: int, timeout: float) -> str | None:
+    """None when something accepts TCP connections at the (already checked) ``ip``, else why not (refusals come
+    back in ~1 ms)."""
     try:
-        with socket.create_connection((host, port), timeout=max(0.05, timeout)):
+        with socket.create_connection((ip, port), timeout=max(0.05, timeout)):
             return None
     except OSError as exc:
         return f"{type(exc).__name__}: {exc}"
@@ -294,59 +303,45 @@ emit()
 """
 
 
-def _child_env(environ: Mapping[str, str], budget: float) -> dict[str, str]:
-    """The server's env, minus address overrides Ray clients prefer over arguments, plus connect-time bounds."""
-    env = {k: v for k, v in environ.items() if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")}
-    connect = str(max(1, int(budget / 2)))
-    env.update(
-        RAY_py_gcs_connect_timeout_s=connect,
-        RAY_gcs_rpc_server_connect_timeout_s="1",
-        RAY_USAGE_STATS_ENABLED="0",
-        PYTHONDONTWRITEBYTECODE="1",
-    )
-    if (env.get("RAY_AUTH_TOKEN") or env.get("RAY_AUTH_TOKEN_PATH")) and not env.get("RAY_AUTH_MODE"):
-        env["RAY_AUTH_MODE"] = "token"
-    return env
-
-
-def _run_child(code: str, args: list[str], env: dict[str, str], timeout: float) -> tuple[dict[str, Any] | None, str]:
-    """Run ``code`` in a child of this Python in its own session; kill the whole session at the deadline."""
+def _run_child(target: RayTarget, budget: float, access: RayAccess) -> tuple[dict[str, Any] | None, str]:
+    """Run the GCS probe in a bounded child of this Python; an untrusted cluster gets no credentials and a fresh
+    empty HOME (removed afterwards)."""
+    empty_home = None if target.trusted else tempfile.mkdtemp(prefix="xtuner-rl-mcp-ray-home-")
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", code, *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd="/",
-            start_new_session=True,
+        env = access.child_environ(target, empty_home)
+        env.update(
+            RAY_py_gcs_connect_timeout_s=str(max(1, int(budget / 2))),
+            RAY_gcs_rpc_server_connect_timeout_s="1",
+            RAY_USAGE_STATS_ENABLED="0",
+            PYTHONDONTWRITEBYTECODE="1",
         )
-    except OSError as exc:
-        return None, f"could not start the probe process: {exc}"
-    try:
-        stdout, stderr = proc.communicate(timeout=max(0.1, timeout))
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        stderr = b""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            stderr = proc.communicate(timeout=2)[1] or b""
-        if b"probe: imported" not in stderr:
+        argv = [sys.executable, "-c", _GCS_CHILD, target.gcs_connect(), str(max(1, int(budget)))]
+        done = run_bounded(argv, timeout=budget, env=env, output_cap=CHILD_OUTPUT_CAP, limits=access.limits)
+    finally:
+        if empty_home is not None:
+            shutil.rmtree(empty_home, ignore_errors=True)
+    if done.error:
+        return None, f"could not start the probe process: {done.error}"
+    if done.cancelled or done.timed_out:
+        access.limits.check()
+        if b"probe: imported" not in done.stderr:
             return None, (
-                f"no answer within {timeout:.1f}s: the probe process was still importing ray (this machine is "
+                f"no answer within {budget:.1f}s: the probe process was still importing ray (this machine is "
                 "busy or its disk is cold); the cluster was not reached yet - raise timeout_s"
             )
         return None, (
-            f"no answer within {timeout:.1f}s: the address accepts TCP connections but the GCS did not reply "
+            f"no answer within {budget:.1f}s: the address accepts TCP connections but the GCS did not reply "
             "(not a Ray GCS, a firewall, or an overloaded head)"
         )
-    text = stdout.decode(errors="replace").strip()
+    if done.truncated:
+        return None, f"the probe process printed more than {CHILD_OUTPUT_CAP} bytes; not read"
+    text = done.stdout.decode(errors="replace").strip()
     try:
         data = json.loads(text) if text else None
     except json.JSONDecodeError:
         data = None
     if not isinstance(data, dict):
-        last = (stderr.decode(errors="replace").strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        last = (done.stderr.decode(errors="replace").strip().splitlines() or [f"exit code {done.returncode}"])[-1]
         return None, f"probe process failed: {last[:500]}"
     return data, ""
 
@@ -356,25 +351,22 @@ def _run_child(code: str, args: list[str], env: dict[str, str], timeout: float) 
 # --------------------------------------------------------------------------------------------------------
 
 
-class _HttpAuthError(Exception):
-    pass
-
-
-def _http_json(base: str, path: str, timeout: float, token: str | None) -> Any:
-    import urllib.error
-    import urllib.request
-
-    req = urllib.request.Request(base.rstrip("/") + path, headers={"Accept": "application/json"})
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
+def dashboard_json(target: RayTarget, path: str, timeout: float, access: RayAccess) -> Any:
+    """One JSON answer of the dashboard's API (bounded, capped, credentials only when trusted)."""
+    reply = http_get(
+        target.http(),
+        target.endpoint.base_path + path,
+        timeout=timeout,
+        max_bytes=DASHBOARD_JSON_CAP,
+        bearer=access.bearer(target),
+        limits=access.limits,
+    )
+    if reply.truncated:
+        raise HttpError(f"answer larger than {DASHBOARD_JSON_CAP} bytes; not read")
     try:
-        with urllib.request.urlopen(req, timeout=max(0.1, timeout)) as resp:
-            body = resp.read(8 * 1024 * 1024)
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            raise _HttpAuthError(f"HTTP {exc.code} {exc.reason} on {path}") from None
-        raise
-    return json.loads(body)
+        return json.loads(reply.body)
+    except ValueError:
+        raise HttpError("the answer is not JSON") from None
 
 
 def _snake(name: str) -> str:
@@ -386,29 +378,39 @@ def _camel(name: str) -> str:
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
-def _http_probe(snap: RaySnapshot, url: str, deadline: float, token: str | None) -> None:
+def _dig(obj: Any, *keys: str) -> Any:
+    """``obj[k1][k2]...`` where each level is a dict, else None (a dashboard answer may have any shape)."""
+    for key in keys:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _http_probe(snap: RaySnapshot, target: RayTarget, deadline: float, access: RayAccess) -> None:
     """Fill ``snap`` from the dashboard's REST API (used for http addresses)."""
+    url = target.endpoint.display()
     snap.method = "dashboard_http"
     snap.dashboard_url = url
+    if target.ip is None:
+        snap.errors.append(f"dashboard {url} not reachable: {target.resolve_error}")
+        return
 
     def left() -> float:
         return min(3.0, deadline - time.monotonic())
 
     try:
-        if left() <= 0:
-            raise TimeoutError("time budget spent")
-        version = _http_json(url, "/api/version", left(), token)
-    except _HttpAuthError as exc:
+        version = dashboard_json(target, "/api/version", left(), access)
+    except HttpAuthError as exc:
         snap.reachable = True
         snap.auth_required = True
-        snap.auth_hint = AUTH_HINT
+        snap.auth_hint = AUTH_HINT if target.trusted else UNTRUSTED_AUTH_HINT
         snap.errors.append(f"dashboard refused the request: {exc}")
         return
-    except Exception as exc:  # URLError, timeout, bad JSON: the dashboard is not usable
-        snap.errors.append(f"dashboard {url} not reachable: {type(exc).__name__}: {exc}")
+    except HttpError as exc:
+        snap.errors.append(f"dashboard {url} not reachable: {exc}")
         return
     snap.reachable = True
-    snap.cluster_ray_version = version.get("ray_version") if isinstance(version, dict) else None
+    ray_version = _dig(version, "ray_version")
+    snap.cluster_ray_version = ray_version if isinstance(ray_version, str) else None
     steps = {
         "metadata": "/api/v0/cluster_metadata",
         "nodes": "/api/v0/nodes?detail=1&limit=1000",
@@ -421,18 +423,25 @@ def _http_probe(snap: RaySnapshot, url: str, deadline: float, token: str | None)
             snap.errors.append(f"{path}: time budget spent")
             continue
         try:
-            got[key] = _http_json(url, path, left(), token)
-        except Exception as exc:
-            snap.errors.append(f"{path}: {type(exc).__name__}: {exc}")
-    meta = (got.get("metadata") or {}).get("data") or {}
-    snap.cluster_python_version = meta.get("pythonVersion")
-    snap.cluster_ray_version = meta.get("rayVersion") or snap.cluster_ray_version
-    nodes_raw = (((got.get("nodes") or {}).get("data") or {}).get("result") or {}).get("result") or []
-    alive = [n for n in nodes_raw if n.get("state") == "ALIVE"]
+            got[key] = dashboard_json(target, path, left(), access)
+        except HttpError as exc:
+            snap.errors.append(f"{path}: {exc}")
+    try:
+        _fill_from_dashboard(snap, got)
+    except (TypeError, ValueError, AttributeError, KeyError):
+        snap.errors.append("the dashboard's answers do not have the shape of Ray's API; partly read")
+
+
+def _fill_from_dashboard(snap: RaySnapshot, got: dict[str, Any]) -> None:
+    meta = _dig(got, "metadata", "data") or {}
+    python_version, ray_version = meta.get("pythonVersion"), meta.get("rayVersion")
+    snap.cluster_python_version = python_version if isinstance(python_version, str) else None
+    snap.cluster_ray_version = (ray_version if isinstance(ray_version, str) else None) or snap.cluster_ray_version
+    nodes_raw = _dig(got, "nodes", "data", "result", "result") or []
+    alive = [n for n in nodes_raw if isinstance(n, dict) and n.get("state") == "ALIVE"]
     names = {name for n in alive for name in (n.get("resources_total") or {})}
     uncamel = {_camel(n): n for n in names}
-    status = ((got.get("status") or {}).get("data") or {}).get("clusterStatus") or {}
-    load = status.get("loadMetricsReport") or {}
+    load = _dig(got, "status", "data", "clusterStatus", "loadMetricsReport") or {}
     usage = {uncamel.get(k, _snake(k)): v for k, v in (load.get("usage") or {}).items()}
     by_node = {}
     for node_id, res in (load.get("usageByNode") or {}).items():
@@ -444,8 +453,8 @@ def _http_probe(snap: RaySnapshot, url: str, deadline: float, token: str | None)
         available = {k: float(total[k] - used_pairs[k][0]) for k in total if k in used_pairs}
         nodes.append(
             RayNodeInfo(
-                node_id=n.get("node_id", ""),
-                ip=n.get("node_ip", ""),
+                node_id=str(n.get("node_id", "")),
+                ip=str(n.get("node_ip", "")),
                 is_head=n.get("is_head_node"),
                 total=total,
                 available=available,
@@ -460,7 +469,7 @@ def _http_probe(snap: RaySnapshot, url: str, deadline: float, token: str | None)
         snap.notes.append("dashboard usage figures come from the autoscaler report, which can lag up to ~5 s")
     else:
         snap.notes.append("the dashboard gave no usage report: available resources unknown")
-    pgs_raw = (((got.get("pgs") or {}).get("data") or {}).get("result") or {}).get("result") or []
+    pgs_raw = _dig(got, "pgs", "data", "result", "result") or []
     _set_pgs(
         snap,
         [
@@ -473,6 +482,7 @@ def _http_probe(snap: RaySnapshot, url: str, deadline: float, token: str | None)
                 "bundles": [b.get("unit_resources") or {} for b in p.get("bundles") or []],
             }
             for p in pgs_raw
+            if isinstance(p, dict)
         ],
     )
 
@@ -523,12 +533,18 @@ def _set_pgs(snap: RaySnapshot, raw: list[dict[str, Any]]) -> None:
     snap.placement_groups, snap.placement_groups_omitted = cap(pgs, DEFAULT_LIST_CAP)
 
 
+def _reported_dashboard(data: dict[str, Any]) -> str | None:
+    """The dashboard URL the GCS keeps in its KV, when it is a plain ``host:port``."""
+    raw = data.get("dashboard")
+    endpoint = parse_endpoint(str(raw), require_port=True) if raw else None
+    return f"http://{endpoint.hostport()}" if endpoint is not None and endpoint.kind == "gcs" else None
+
+
 def _fill_from_gcs(snap: RaySnapshot, data: dict[str, Any]) -> None:
     meta = data.get("metadata") or {}
     snap.cluster_ray_version = meta.get("ray_version")
     snap.cluster_python_version = meta.get("python_version")
-    if data.get("dashboard"):
-        snap.dashboard_url = "http://" + str(data["dashboard"])
+    snap.dashboard_url = _reported_dashboard(data)
     usage: dict[str, dict[str, list[float]]] = data.get("usage") or {}
     nodes: list[RayNodeInfo] = []
     for n in data.get("nodes") or []:
@@ -566,20 +582,18 @@ def compare_versions(snap: RaySnapshot) -> None:
 def probe_cluster(
     address: str | None = None,
     *,
-    environ: Mapping[str, str] | None = None,
+    access: RayAccess,
+    client_environ: Mapping[str, str] | None = None,
     timeout_s: float = 5.0,
-    child_environ: Mapping[str, str] | None = None,
 ) -> RaySnapshot:
-    """Look at the Ray cluster read-only and answer within ``timeout_s``.
+    """Look at the Ray cluster read-only and answer within ``timeout_s`` (and the call's deadline).
 
-    ``environ`` decides address discovery (``RAY_ADDRESS``, ``RAY_TMPDIR``/``TMPDIR``); ``child_environ`` (default:
-    this process's environment) is what the probe process runs with, so Ray's own token variables apply.
-    """
+    ``address`` (a client's argument) or else discovery (``resolve_address``) names the cluster; ``access`` decides
+    whether it may be contacted and with which credentials -- a refused address raises ``ray_address_not_allowed``
+    before anything is sent. ``client_environ``: the environment a client gave for discovery, if any."""
     start = time.monotonic()
-    deadline = start + max(0.5, timeout_s)
-    env = dict(os.environ) if environ is None else dict(environ)
-    run_env = dict(os.environ) if child_environ is None else dict(child_environ)
-    resolution = resolve_address(address, env)
+    deadline = start + access.limits.remaining(max(0.5, timeout_s))
+    resolution = resolve_address(address, access, client_environ)
     snap = RaySnapshot(
         ray_installed=ray_installed(),
         local_ray_version=local_ray_version(),
@@ -588,57 +602,62 @@ def probe_cluster(
         method="none",
         reachable=False,
     )
+    if resolution.kind in ("none", "ray_client", "invalid") or not resolution.address:
+        snap.errors.append(resolution.note)
+        snap.elapsed_s = round(time.monotonic() - start, 3)
+        return snap
+    what = "ray_address" if resolution.source == "explicit" else f"the address from {resolution.source}"
+    target = access.decide(resolution.address, what=what)
+    snap.trusted = target.trusted
     try:
-        _probe(snap, resolution, deadline, timeout_s, run_env)
+        if resolution.kind == "dashboard":
+            _http_probe(snap, target, deadline, access)
+        else:
+            _gcs_probe(snap, target, resolution, deadline, access)
     finally:
         compare_versions(snap)
         snap.elapsed_s = round(time.monotonic() - start, 3)
     return snap
 
 
-def _probe(
-    snap: RaySnapshot, resolution: AddressResolution, deadline: float, timeout_s: float, run_env: dict[str, str]
+def _gcs_probe(
+    snap: RaySnapshot, target: RayTarget, resolution: AddressResolution, deadline: float, access: RayAccess
 ) -> None:
-    if resolution.kind in ("none", "ray_client", "invalid") or not resolution.address:
-        snap.errors.append(resolution.note)
+    host, port = target.endpoint.host, target.endpoint.port
+    snap.gcs_address = target.endpoint.hostport()
+    if target.ip is None:
+        snap.errors.append(f"nothing accepts connections at GCS {snap.gcs_address} ({target.resolve_error})")
         return
-    token = run_env.get("RAY_AUTH_TOKEN")
-    if resolution.kind == "dashboard":
-        _http_probe(snap, resolution.address, deadline, token)
-        return
-    host, port = split_hostport(resolution.address)
-    snap.gcs_address = f"{host}:{port}"
-    refused = tcp_check(host, port, min(1.0, max(0.05, deadline - time.monotonic())))
+    refused = tcp_check(target.ip, port, min(1.0, max(0.05, deadline - time.monotonic())))
     if refused:
+        access.limits.check()
         snap.errors.append(f"nothing accepts connections at GCS {snap.gcs_address} ({refused})")
         if resolution.source == "address_file":
             snap.notes.append(
                 f"{resolution.address_file} is stale: it names a cluster that is gone (killed without `ray stop`?)"
             )
         return
+    fallback_url = f"http://{host}:{DEFAULT_DASHBOARD_PORT}"
     if not snap.ray_installed:
         snap.errors.append("ray is not installed in this server's Python, so the GCS cannot be read over gRPC")
-        if _dashboard_fallback(snap, f"http://{host}:{DEFAULT_DASHBOARD_PORT}", deadline, token):
+        if _dashboard_fallback(snap, fallback_url, target, deadline, access):
             return
         snap.reachable = True  # something accepts connections at the GCS port
         snap.errors.append(
             f"something listens at {snap.gcs_address} but it cannot be read here; pass the dashboard URL "
-            f"(http://{host}:{DEFAULT_DASHBOARD_PORT}) to read it over HTTP"
+            f"({fallback_url}) to read it over HTTP"
         )
         return
-    budget = deadline - time.monotonic()
-    data, err = _run_child(
-        _GCS_CHILD, [snap.gcs_address, str(max(1, int(budget)))], _child_env(run_env, budget), budget
-    )
+    data, err = _run_child(target, deadline - time.monotonic(), access)
     if data is None:
         snap.errors.append(err)
         return
     snap.method = "gcs"
-    snap.errors.extend(data.get("errors") or [])
+    snap.errors.extend(str(e)[:600] for e in (data.get("errors") or [])[:10])
     if data.get("auth_required"):
         snap.reachable = True
         snap.auth_required = True
-        snap.auth_hint = AUTH_HINT
+        snap.auth_hint = AUTH_HINT if target.trusted else UNTRUSTED_AUTH_HINT
         return
     connected = any(k in data for k in ("metadata", "nodes", "usage"))
     snap.reachable = connected
@@ -646,21 +665,21 @@ def _probe(
         _fill_from_gcs(snap, data)
         return
     # The GCS answered nothing usable (e.g. a protobuf change across Ray versions): try the dashboard.
-    url = "http://" + data["dashboard"] if data.get("dashboard") else f"http://{host}:{DEFAULT_DASHBOARD_PORT}"
-    _dashboard_fallback(snap, url, deadline, token)
+    _dashboard_fallback(snap, _reported_dashboard(data) or fallback_url, target, deadline, access)
 
 
-def _dashboard_fallback(snap: RaySnapshot, url: str, deadline: float, token: str | None) -> bool:
-    """Read the cluster over the dashboard's HTTP API when the GCS path cannot; True when that worked."""
-    left = deadline - time.monotonic()
-    if left < 0.3:
+def _dashboard_fallback(snap: RaySnapshot, url: str, gcs: RayTarget, deadline: float, access: RayAccess) -> bool:
+    """Read the cluster over the dashboard's HTTP API when the GCS path cannot; True when that worked. The URL is
+    trusted when the GCS is; otherwise it passes the address policy on its own (refused: noted, not contacted)."""
+    if deadline - time.monotonic() < 0.3:
         return False
     try:
-        host, port = split_hostport(url.split("://", 1)[1].split("/", 1)[0], DEFAULT_DASHBOARD_PORT)
-    except ValueError:
+        target = access.decide(url, what="the dashboard address", vouched=gcs.trusted)
+    except ToolInputError as exc:
+        snap.errors.append(exc.message)
         return False
-    if tcp_check(host, port, min(1.0, left)) is not None:
+    if target.ip is None or tcp_check(target.ip, target.endpoint.port, min(1.0, deadline - time.monotonic())):
         return False
     snap.notes.append(f"read through the dashboard at {url} because the GCS could not be read from here")
-    _http_probe(snap, url, deadline, token)
+    _http_probe(snap, target, deadline, access)
     return snap.reachable

@@ -1,8 +1,8 @@
 """The user's own XTuner: its RL config classes read statically, and where it differs from the pinned commit.
 
 Everything this server knows about XTuner was read at ``InternLM/xtuner@b934f46``; users run whatever they cloned.
-Given an installation (the ``xtuner`` package directory a training interpreter imports, or a checkout),
-:func:`load_installed` reads the files of the built-in class table from it with ``ast`` (never importing them) into
+Given an installation (the ``xtuner`` package directory of the training environment, found by
+:mod:`.training_env`, or a checkout), :func:`load_installed` reads the files of the built-in class table from it with ``ast`` (never importing them) into
 the same rows, and says which classes differ from ``b934f46``. :func:`annotate` then marks the findings that rest
 on a differing place: a finding from a class row that changed says what changed (it was checked against the
 installed class), and a hand-written rule whose source file is no longer byte-identical to ``b934f46`` is
@@ -11,14 +11,16 @@ downgraded from blocker to warning with a note to confirm it, instead of being a
 :func:`read_classes` builds the rows of ``xtuner_rules.classes`` from a tree's source text the same way they were
 read from ``b934f46`` (a test reproduces the built-in table from the mirror with it).
 
-Only the files named below are read, each at most 2 MiB, and only inside the installation's directory.
+Only the files named below are read, each at most 2 MiB, through the guarded opener (inside the allowed roots) and
+only inside the installation's directory. A config field the installed classes lack but ``b934f46`` has gets both
+fixes: remove it, or upgrade XTuner (with the ``path:line`` where ``b934f46`` defines it).
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
-import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,11 +28,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..core import Finding, ToolInputError, cap
+from ..core import Finding, PathPolicy, ToolInputError, cap, guarded_file, read_guarded
 from ..core.findings import XTUNER_SOURCE
 from ..xtuner_rules import classes as xc
-from .interpreter import PYTHON_NAME, resolve_python
-from .packages import check_packages
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 #: Findings whose rule is the class table itself (fields, extra, requiredness): with an installed table active they
@@ -126,51 +126,29 @@ class XtunerClasses(BaseModel):
 BUILTIN = XtunerClasses(used="builtin", label=f"built-in table of {XTUNER_SOURCE}")
 
 
-def package_dir(arg: str, timeout: float = 10.0) -> tuple[Path, str | None]:
-    """The xtuner package directory named by ``arg``: an interpreter (its xtuner), a checkout, or the package itself.
-
-    Returns (directory, git commit if known)."""
-    path = Path(os.path.expanduser(arg))
-    if PYTHON_NAME.match(path.name) and not path.is_dir():
-        python = resolve_python(str(path), None)
-        report = check_packages(python, timeout)
-        if report.error or report.xtuner is None:
-            raise ToolInputError(
-                "xtuner_not_found",
-                f"{arg!r} has no importable xtuner" + (f" ({report.error})" if report.error else ""),
-                "Install XTuner in that environment, or pass the XTuner checkout directory.",
-            )
-        return Path(report.xtuner.location), report.xtuner.git_commit
-    for candidate in (path / "xtuner", path):
-        if (candidate / "v1").is_dir() and (candidate / "__init__.py").is_file():
-            from .probe_child import git_commit
-
-            return candidate, git_commit(str(candidate.parent))[0]
-    raise ToolInputError(
-        "xtuner_not_found",
-        f"{arg!r} is neither a Python interpreter nor an XTuner checkout or xtuner package directory with v1/",
-        "Pass the training interpreter (e.g. /opt/venv/bin/python) or the directory you cloned XTuner into.",
-    )
-
-
-def _reader(package: Path):
-    root = package.resolve()
+def _reader(package: Path, paths: PathPolicy) -> Callable[[str], str | None]:
+    """``read('xtuner/...')``: that file under the package directory, through the guarded opener, else None."""
 
     def read(rel: str) -> str | None:
-        """``rel`` is 'xtuner/...': read it under the package directory, never outside it."""
         if not rel.startswith("xtuner/"):
             return None
-        target = (root / rel[len("xtuner/") :]).resolve()
-        if root not in target.parents or not target.is_file() or target.stat().st_size > MAX_FILE_BYTES:
+        target = guarded_file(paths, package / rel[len("xtuner/") :], what="XTuner file")
+        if target is None or package not in target.parents:
             return None
-        return target.read_bytes().decode("utf-8", errors="replace")
+        try:
+            return read_guarded(paths, target, what="XTuner file", limit=MAX_FILE_BYTES).decode("utf-8", "replace")
+        except ToolInputError:  # larger than any XTuner source file, or changed while read
+            return None
 
     return read
 
 
-def load_installed(package: Path, commit: str | None, limit: int = 50) -> tuple[dict[str, xc.C], XtunerClasses]:
-    """The class rows of the installation at ``package`` and how it differs from b934f46."""
-    read = _reader(package)
+def load_installed(
+    package: Path, commit: str | None, paths: PathPolicy, limit: int = 50
+) -> tuple[dict[str, xc.C], XtunerClasses]:
+    """The class rows of the installation at ``package`` (resolved, inside ``paths``) and how it differs from
+    b934f46."""
+    read = _reader(package, paths)
     tree = read_classes(read)
     diffs = diff_tables(xc.CLASSES, tree.rows)
     differing = []
@@ -208,6 +186,8 @@ def annotate(findings: list[Finding], info: XtunerClasses, rows: dict[str, xc.C]
         path, _, line = (f.source or "").partition(":")
         first = int(line.split("-")[0]) if line.split("-")[0].isdigit() else None
         cls = next((n for p, a, b, n in spans if p == path and first is not None and a <= first <= b), None)
+        if f.id == "config.unknown_field":
+            f = _offer_upgrade(f)
         if f.id in TABLE_IDS or cls is not None:
             if cls is not None:
                 note = (
@@ -226,6 +206,28 @@ def annotate(findings: list[Finding], info: XtunerClasses, rows: dict[str, xc.C]
             )
         out.append(f)
     return out
+
+
+_UNKNOWN_FIELD = re.compile(r"^(\w+) has no field `(\w+)`")
+
+
+def _offer_upgrade(f: Finding) -> Finding:
+    """A field the installed XTuner lacks but b934f46 has: removing it is one fix, upgrading XTuner the other."""
+    m = _UNKNOWN_FIELD.match(f.title)
+    if m is None:
+        return f
+    cls, name = m.groups()
+    with xc.use_table(xc.CLASSES):
+        owner = xc.field_owner(cls, name)
+    if owner is None:
+        return f
+    line = next(x.line for x in owner.fields if x.name == name)
+    fix = (
+        f"Either remove `{name}=` (your installed XTuner's {cls} has no such field), or upgrade XTuner to a version "
+        f"that has it ({XTUNER_SOURCE} has it at {owner.path}:{line}): git pull in your XTuner checkout, then "
+        "pip install -e ."
+    )
+    return f.model_copy(update={"fix": fix})
 
 
 # --------------------------------------------------------------------------------------------------------

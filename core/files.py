@@ -128,3 +128,22 @@ def guarded_file(paths: PathPolicy, raw: str | os.PathLike[str], *, what: str = 
         return paths.check(raw, kind="file", what=what)
     except ToolInputError:
         return None
+
+
+#: Why a file derived from a caller's path was not read, by the refusal's code. No resolved path is named: where a
+#: link out of the roots points, and whether that exists, stay unsaid.
+_REFUSAL_PHRASES = {
+    "path_outside_roots": "links outside the allowed roots",
+    "path_special_file": "is not a regular file (FIFO, device or socket)",
+    "path_permission_denied": "cannot be read (permission denied)",
+    "path_not_found": "is a dangling link",
+    "path_not_file": "is a directory",
+    "path_not_dir": "is not a directory",
+}
+
+
+def refusal(exc: ToolInputError) -> str:
+    """A short phrase for a note: ``f"logs/env.json {refusal(exc)}: not read"``."""
+    if exc.code == "file_too_large":
+        return f"is larger than {exc.details.get('limit_bytes', 0):,} bytes"
+    return _REFUSAL_PHRASES.get(exc.code, "cannot be opened")

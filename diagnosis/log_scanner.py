@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..core.limits import UNLIMITED, CallLimits
 from .log_lines import clean_line
 
 #: A "line" longer than this without a newline is cut and scanned in pieces.
@@ -39,6 +40,8 @@ MAX_BORING_BYTES = 16 << 20
 MAX_HANDLED_LINES = 200_000
 TAIL_BYTES = 32 << 20
 MAX_WORKERS = 10_000
+#: Candidate lines matched between two checks of the call's deadline (besides one check per chunk).
+CHECK_EVERY_LINES = 4096
 #: Lines read after a traceback start / a pydantic ValidationError header, marked or not.
 FOLLOW_TRACEBACK = 80
 FOLLOW_PYDANTIC = 40
@@ -102,8 +105,15 @@ _KIND_RANK = {"log": 1, "frame": 1, "detail": 2, "exception": 3}
 class Scanner:
     """Streams sources, picks candidate lines with the prefilter and matches them against the catalog."""
 
-    def __init__(self, catalog: Any, evidence_cap: int, progress: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        catalog: Any,
+        evidence_cap: int,
+        progress: Callable[[int], None] | None = None,
+        limits: CallLimits = UNLIMITED,
+    ) -> None:
         self.catalog = catalog
+        self.limits = limits
         self.entries = catalog.failure_mode
         self.pf = catalog.prefilter
         self.literals = sorted(self.pf.entries_for)
@@ -136,6 +146,7 @@ class Scanner:
         handled_at_start = self.handled
         skipped = 0
         for chunk in chunks:
+            self.limits.check()
             self.bytes += len(chunk)
             consumed += len(chunk)
             if self.handled - handled_at_start > MAX_HANDLED_LINES and size - consumed > TAIL_BYTES:
@@ -216,6 +227,8 @@ class Scanner:
                 cur += seg.count(b"\n", pos, ls)  # line numbers only where a line is reported
                 pos = ls
                 self.handled += 1
+                if self.handled % CHECK_EVERY_LINES == 0:
+                    self.limits.check()
                 if self.handle_line(source, cur, raw.decode("utf-8", "replace"), self._prev_line(seg, ls)):
                     if self._boring_bytes < MAX_BORING_BYTES:
                         boring.add(key)

@@ -1,53 +1,98 @@
-"""Reading what to diagnose: pasted text and log files or directories, as bounded byte chunks."""
+"""Reading what to diagnose: pasted text and log files or directories, as bounded byte chunks. Every file is
+checked with the path policy on its own (a link out of the roots or a FIFO among the logs is noted, not read) and
+opened through the one guarded opener."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import RunContext, ToolInputError
+from ..core import PathPolicy, RunContext, ToolInputError, open_guarded
+from ..core.files import refusal
 
 CHUNK_BYTES = 8 << 20
 MAX_FILE_BYTES = 1 << 30  # per file: larger files are read from the end (the failure is at the end)
 MAX_TOTAL_BYTES = 2 << 30  # per call, over all files of a directory
 MAX_FILES = 200
 MAX_DIR_DEPTH = 4
+MAX_NOTES = 20
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 
 
-def collect_log_files(root: Path, ctx: RunContext) -> tuple[list[Path], int]:
-    """Log files under a directory, newest first; returns (files, omitted)."""
-    found: list[tuple[float, Path]] = []
+@dataclass(frozen=True)
+class LogFile:
+    """A log file checked inside the allowed roots (resolved), with its size when it was listed."""
+
+    path: Path
+    size: int
+
+
+@dataclass
+class LogFiles:
+    """The log files of a directory, newest first; how many were left out; what was refused and why."""
+
+    files: list[LogFile] = field(default_factory=list)
+    omitted: int = 0
+    notes: list[str] = field(default_factory=list)
+    refused: int = 0
+
+    def refuse(self, path: Path, exc: ToolInputError) -> None:
+        self.refused += 1
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append(f"{path} {refusal(exc)}: not read")
+
+
+def collect_log_files(root: Path, ctx: RunContext) -> LogFiles:
+    """Log files under a directory already checked inside the roots, newest first. Links are never followed into
+    a directory; a linked file is read only when it resolves inside the roots to a regular file."""
+    found: list[tuple[float, LogFile]] = []
+    out = LogFiles()
     base_depth = len(root.parts)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        ctx.limits.check()
         if len(Path(dirpath).parts) - base_depth >= MAX_DIR_DEPTH:
             dirnames[:] = []
         dirnames.sort()
-        for name in sorted(filenames):
-            if not name.lower().endswith(LOG_SUFFIXES):
-                continue
+        logs = {name for name in filenames if name.lower().endswith(LOG_SUFFIXES)}
+        for name in [*dirnames, *sorted(filenames)]:
             p = Path(dirpath) / name
-            try:
-                real = ctx.paths.check(str(p), kind="file", what="log file")
-                found.append((real.stat().st_mtime, real))
-            except (ToolInputError, OSError):
+            if name not in logs and not os.path.islink(p):
                 continue
+            try:  # every link is judged by the policy alike, whatever it points to (no oracle on its target)
+                real = ctx.paths.check(p, kind="file" if name in logs else "any", what="log file")
+                if name not in logs:
+                    continue  # a link inside the roots to a directory or a non-log file: not followed
+                st = os.stat(real)
+            except ToolInputError as exc:
+                out.refuse(p, exc)
+                continue
+            except OSError:
+                continue
+            found.append((st.st_mtime, LogFile(real, st.st_size)))
             if len(found) > 10 * MAX_FILES:
                 break
-    found.sort(key=lambda t: (-t[0], str(t[1])))
-    files = [p for _, p in found]
-    return files[:MAX_FILES], max(0, len(files) - MAX_FILES)
+    if out.refused > len(out.notes):
+        out.notes.append(f"{out.refused - len(out.notes)} more log files refused")
+    found.sort(key=lambda t: (-t[0], str(t[1].path)))
+    out.files = [f for _, f in found[:MAX_FILES]]
+    out.omitted = max(0, len(found) - MAX_FILES)
+    return out
 
 
-def file_chunks(path: Path, start: int) -> Iterator[bytes]:
-    with open(path, "rb") as f:
+def file_chunks(paths: PathPolicy, path: Path, start: int, length: int) -> Iterator[bytes]:
+    """``length`` bytes of a log file from ``start`` (at most: a growing log is read as it was listed), opened
+    through the path policy."""
+    with open_guarded(paths, path, what="log file") as f:
         if start:
             f.seek(start)
-        while True:
-            chunk = f.read(CHUNK_BYTES)
+        left = length
+        while left > 0:
+            chunk = f.read(min(CHUNK_BYTES, left))
             if not chunk:
                 return
+            left -= len(chunk)
             yield chunk
 
 

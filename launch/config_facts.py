@@ -8,9 +8,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..cluster.paths import check_path
 from ..config_analysis.env_reads import collect_env_reads
-from ..core import PathPolicy
+from ..core import PathPolicy, ToolInputError, open_guarded
 
 TrainerKind = Literal["colocate", "disaggregated", "unknown", "missing"]
 MAX_CONFIG_BYTES = 1_000_000
@@ -154,12 +153,11 @@ def read_config(path: str, policy: PathPolicy) -> ConfigFacts:
     """Read the config file inside the allowed roots (size-capped) and analyse it; why not, when it cannot be."""
     if os.path.splitext(path)[1] != ".py":
         return ConfigFacts(why_not="config is not a .py file")
-    look = check_path(policy, path, what="config", kind="file")
-    if look.real is None:
-        return ConfigFacts(why_not=look.message)
     try:
-        with open(look.real, "rb") as fh:
+        with open_guarded(policy, path, what="config") as fh:
             data = fh.read(MAX_CONFIG_BYTES + 1)
+    except ToolInputError as exc:
+        return ConfigFacts(why_not=exc.message)
     except OSError as exc:
         return ConfigFacts(why_not=f"config could not be read: {exc.strerror}")
     if len(data) > MAX_CONFIG_BYTES:

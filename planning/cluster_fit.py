@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cluster import ray as ray_cluster
+from ..cluster.ray_address import RayAccess
 from ..core import Finding, RunContext, ToolInputError
 from ..xtuner_rules import resources as rr
 from .citations import CB, SRC_NPU_NODE
@@ -102,7 +103,7 @@ def resolve_cluster(p: PlanRequest, ctx: RunContext) -> tuple[ClusterShape, list
 
 def probe_cluster(p: PlanRequest, ctx: RunContext) -> rr.ClusterCapacity:
     """Live read-only Ray probe (cluster/ray.py), turned into the capacity XTuner checks its groups against."""
-    snap = ray_cluster.probe_cluster(p.ray_address, environ=ctx.environ, child_environ=ctx.environ)
+    snap = ray_cluster.probe_cluster(p.ray_address, access=RayAccess.from_context(ctx))
     if not snap.nodes:
         raise ToolInputError(
             "cluster_unreachable",

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ..config_analysis.evaluator import evaluate
 from ..config_analysis.field_values import field_val, lit
 from ..config_analysis.values import Obj, Val, elements
-from ..core import PathPolicy, ToolInputError
+from ..core import PathPolicy, ToolInputError, open_guarded
 from ..xtuner_rules import resources as rr
 
 MAX_CONFIG_BYTES = 1_000_000
@@ -94,7 +94,7 @@ def read_config_text(path: str, policy: PathPolicy) -> tuple[str, str]:
             "config_not_python", f"config {path!r} is not a .py file", "Pass the Python RL config the CLI loads."
         )
     real = policy.check(path, kind="file", what="config")
-    with open(real, "rb") as fh:
+    with open_guarded(policy, real, what="config") as fh:
         data = fh.read(MAX_CONFIG_BYTES + 1)
     if len(data) > MAX_CONFIG_BYTES or b"\x00" in data:
         raise ToolInputError(

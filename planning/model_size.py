@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..core import RunContext, ToolInputError
+from ..core import RunContext, ToolInputError, open_guarded
 from .models import ModelInfo, PlanRequest
 
 MAX_CONFIG_JSON_BYTES = 2 * 1024 * 1024
@@ -98,15 +98,16 @@ def load_model_info(params: PlanRequest, ctx: RunContext) -> ModelInfo:
     """Model size from config.json (through the path policy) or params_b."""
     if params.model_path:
         model_dir = ctx.paths.check(params.model_path, kind="dir", what="model_path")
-        cfg_path = ctx.paths.check(str(model_dir / "config.json"), kind="file", what="model_path/config.json")
-        if cfg_path.stat().st_size > MAX_CONFIG_JSON_BYTES:
+        cfg_path = model_dir / "config.json"
+        with open_guarded(ctx.paths, cfg_path, what="model_path/config.json") as fh:
+            data = fh.read(MAX_CONFIG_JSON_BYTES + 1)
+        if len(data) > MAX_CONFIG_JSON_BYTES:
             raise ToolInputError(
                 "config_too_large", f"{cfg_path} is larger than {MAX_CONFIG_JSON_BYTES} bytes; not a model config"
             )
         try:
-            with open(cfg_path, "rb") as fh:
-                cfg = json.loads(fh.read(MAX_CONFIG_JSON_BYTES + 1).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+            cfg = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise ToolInputError(
                 "config_json_invalid",
                 f"{cfg_path} is not valid JSON: {str(exc)[:200]}",

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..core import cap
+from ..core import PathPolicy, cap
 from .layout import RunLayout
 from .models import ErrorCount, Learning, Progress, Trend
 from .progress import LogProgress, newest_mtime
@@ -35,6 +36,8 @@ class Inputs:
     train_files_omitted: int
     now: float
     failed_in_logs: str | None = None  # the top blocker diagnosis, when the logs end in one
+    activity: tuple[float | None, str | None] = (None, None)  # newest write (mtime, file), see ``read_activity``
+    notes: list[str] = field(default_factory=list)  # files refused while reading (beyond the layout's notes)
 
 
 def _mean(xs: Iterable[float | None]) -> float | None:
@@ -47,7 +50,8 @@ def _pct(num: int, den: int) -> float | None:
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:
-    return None if x is None else round(x, nd)
+    """Rounded for the answer; None for nan/inf (huge tracker values overflow means), which JSON cannot carry."""
+    return None if x is None or not math.isfinite(x) else round(x, nd)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -86,7 +90,7 @@ def progress(inp: Inputs) -> Progress:
     total = inp.logs.total_steps
     times = [t for _, t in sorted(step_times(inp).items())]
     first, recent, trend = _trend_of_times(times)
-    mtime, mfile = _activity(lay)
+    mtime, mfile = inp.activity
     idle = None if mtime is None else max(0.0, inp.now - mtime)
     threshold = max(STALL_MIN_S, STALL_FACTOR * recent) if recent else STALL_NO_STEP_S
     evidence: list[str] = []
@@ -142,7 +146,8 @@ def progress(inp: Inputs) -> Progress:
     )
 
 
-def _activity(lay: RunLayout) -> tuple[float | None, str | None]:
+def read_activity(lay: RunLayout, policy: PathPolicy) -> tuple[float | None, str | None]:
+    """The newest write among the rank logs, the tracker, the newest trajectory files and the files in logs/."""
     files = list(lay.rank_logs.values())
     if lay.tracker_jsonl:
         files.append(lay.tracker_jsonl)
@@ -151,7 +156,7 @@ def _activity(lay: RunLayout) -> tuple[float | None, str | None]:
         files.append(lay.train_files[max(lay.train_files)])
     if lay.eval_files:
         files.append(lay.eval_files[max(lay.eval_files)])
-    return newest_mtime(files, [lay.exp_dir / "logs"])
+    return newest_mtime(policy, files, [lay.logs_dir] if lay.logs_dir is not None else [])
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -239,9 +244,10 @@ def learning(inp: Inputs) -> Learning:
         entropy_first=_r(_mean(ent[:WINDOW])),
         entropy_last=_r(_mean(ent[-WINDOW:])),
         async_last={
-            k: round(v, 2)
+            k: v
             for k in ("aborted", "expired", "failed")
-            if (v := _mean(list(_positive_steps(inp.tracker.series(f"async/{k}_samples")))[-WINDOW:])) is not None
+            if (v := _r(_mean(list(_positive_steps(inp.tracker.series(f"async/{k}_samples")))[-WINDOW:]), 2))
+            is not None
         },
         eval_steps=list(evals)[-50:],
         eval_latest={k: round(v, 4) for k, v in latest.items()},

@@ -332,8 +332,9 @@ def _outputs(inp: Inputs, prog: Progress) -> list[Finding]:
             )
         )
     if lay.env.get("XTUNER_OTEL_ENABLED") == "1":
-        size = sum(p.stat().st_size for p in lay.otel_traces if p.exists())
-        if size == 0 and steps_done >= 1 and quiet:
+        size = lay.otel_trace_bytes
+        unknown = lay.otel_path_unchecked and not size  # the trace may be there, outside the allowed roots
+        if size == 0 and steps_done >= 1 and quiet and not unknown:
             named = lay.env.get("XTUNER_OTEL_JSONL_PATH", "<exp_dir>/otel/<run_id>/traces/traces.jsonl")
             out.append(
                 _f(

@@ -5,13 +5,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ..core import PathPolicy, ToolInputError
+from ..core.files import file_size, refusal
+from ..core.limits import UNLIMITED, CallLimits
 from .trajectories import FileStats, scan_file
 
 RECENT_FILES = 20
 MAX_EVAL_FILES = 50
 
 
-def select_files(files: dict[int, Path], max_files: int, max_bytes: int) -> tuple[list[tuple[int, Path]], int]:
+def _size(paths: PathPolicy, path: Path) -> int | None:
+    """The size of a file still inside the roots; None when it is gone or was swapped for something refused."""
+    try:
+        return file_size(paths, path, what="trajectory file")
+    except (ToolInputError, OSError):
+        return None
+
+
+def select_files(
+    files: dict[int, Path], max_files: int, max_bytes: int, paths: PathPolicy
+) -> tuple[list[tuple[int, Path]], int]:
     """The newest ``RECENT_FILES`` steps plus evenly spread older ones, up to ``max_files`` and ``max_bytes``
     (newest first when the bytes run out); returns ((step, path) oldest first, files left out)."""
     steps = sorted(files)
@@ -26,11 +39,8 @@ def select_files(files: dict[int, Path], max_files: int, max_bytes: int) -> tupl
     picked: list[tuple[int, Path]] = []
     used = 0
     for step in chosen:
-        try:
-            size = files[step].stat().st_size
-        except OSError:
-            continue
-        if picked and used + size > max_bytes:
+        size = _size(paths, files[step])
+        if size is None or (picked and used + size > max_bytes):
             continue
         used += size
         picked.append((step, files[step]))
@@ -39,19 +49,27 @@ def select_files(files: dict[int, Path], max_files: int, max_bytes: int) -> tupl
 
 
 def scan_files(
-    picked: list[tuple[int, Path]], progress: Callable[[float, float | None, str | None], None], what: str
-) -> list[FileStats]:
-    """Scan each file with the typed block decoder; progress in bytes over all files."""
-    total = 0
-    for _, p in picked:
-        try:
-            total += p.stat().st_size
-        except OSError:
-            pass
+    picked: list[tuple[int, Path]],
+    progress: Callable[[float, float | None, str | None], None],
+    what: str,
+    paths: PathPolicy,
+    limits: CallLimits = UNLIMITED,
+) -> tuple[list[FileStats], list[str]]:
+    """Scan each file with the typed block decoder; progress in bytes over all files. Returns the files' stats and
+    a note for each file refused when it was opened."""
+    total = sum(_size(paths, p) or 0 for _, p in picked)
     done = 0
     out: list[FileStats] = []
+    notes: list[str] = []
     for step, path in picked:
         base = done
-        out.append(scan_file(path, step, lambda n, b=base: progress(b + n, max(total, b + n), what)))
-        done += out[-1].bytes
-    return out
+        try:
+            stats = scan_file(
+                path, step, lambda n, b=base: progress(b + n, max(total, b + n), what), paths=paths, limits=limits
+            )
+        except ToolInputError as exc:
+            notes.append(f"{path.parent.name}/{path.name} {refusal(exc)}: not read")
+            continue
+        out.append(stats)
+        done += stats.bytes
+    return out, notes

@@ -20,10 +20,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import PathPolicy, ToolInputError
+from ..core import PathKind, PathPolicy, ToolInputError, read_guarded
+from ..core.files import file_size, refusal
 
 META_FILES = (".xtuner_rl_colocate_trainer", ".xtuner_rl_disaggregated_trainer")
 EXP_DIR_RE = re.compile(r"^\d{14}$")
@@ -33,6 +35,11 @@ CKPT_RE = re.compile(r"^ckpt-step-(\d+)$")
 HF_RE = re.compile(r"^hf-step-(\d+)$")
 RANK_LOG_RE = re.compile(r"^rank_(\d+)\.log$")
 MAX_LISTED = 100_000  # directory entries looked at per folder
+#: Whole-file reads: env.json is ``json.dump(os.environ)`` and the meta file a few lines per experiment.
+MAX_ENV_JSON_BYTES = 4 << 20
+MAX_META_BYTES = 4 << 20
+#: Characters of a path named inside a file that a note quotes.
+NAMED_PATH_CHARS = 200
 
 SRC_EXP_DIR = "xtuner/v1/train/trainer.py:226-227"
 SRC_META = "xtuner/v1/train/rl_trainer.py:828"
@@ -45,12 +52,14 @@ SRC_OTEL = "xtuner/v1/rl/trace/runtime.py:434-441"
 
 @dataclass
 class RunLayout:
-    """What one experiment directory holds (paths are resolved and inside the allowed roots)."""
+    """What one experiment directory holds. Every path is resolved and was checked inside the allowed roots; what
+    was refused (a link out of the roots, a FIFO, an oversized sidecar) is said in ``notes``, never followed."""
 
     exp_dir: Path
     work_dir: Path
     experiments: list[str] = field(default_factory=list)  # sibling experiment names, oldest first
     meta_file: Path | None = None
+    logs_dir: Path | None = None
     rank_logs: dict[int, Path] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     env_json: Path | None = None
@@ -62,6 +71,8 @@ class RunLayout:
     checkpoints: list[int] = field(default_factory=list)
     hf_exports: list[int] = field(default_factory=list)
     otel_traces: list[Path] = field(default_factory=list)
+    otel_trace_bytes: int = 0
+    otel_path_unchecked: bool = False  # env.json names a trace file outside the roots: whether it exists is unknown
     sandbox_trace: dict[str, int] = field(default_factory=dict)  # fates/spans/llm_calls -> file count
     notes: list[str] = field(default_factory=list)
 
@@ -75,6 +86,7 @@ class RunLayout:
 
 
 def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    """Entries of a folder already checked inside the roots (at most ``MAX_LISTED``)."""
     try:
         with os.scandir(folder) as it:
             out = []
@@ -87,41 +99,106 @@ def _entries(folder: Path) -> list[os.DirEntry[str]]:
         return []
 
 
-def _numbered(folder: Path, rx: re.Pattern[str], *, dirs: bool) -> dict[int, Path]:
+def _dir_like(e: os.DirEntry[str]) -> bool:
+    """A directory or a link (a link is judged by the path policy, never by following it here)."""
+    try:
+        return e.is_dir(follow_symlinks=False) or e.is_symlink()
+    except OSError:
+        return False
+
+
+def _checked(paths: PathPolicy, path: Path, label: str, kind: PathKind, notes: list[str]) -> Path | None:
+    """``path`` resolved inside the roots with the wanted kind; None when absent (silently) or refused (noted)."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        return paths.check(path, kind=kind, what=label)
+    except ToolInputError as exc:
+        notes.append(f"{label} {refusal(exc)}: not read")
+        return None
+
+
+def _numbered_files(
+    paths: PathPolicy, folder: Path | None, label: str, rx: re.Pattern[str], notes: list[str]
+) -> dict[int, Path]:
+    """``<name><n>`` regular files of a checked folder; a link or special file in their place is checked or noted."""
     out: dict[int, Path] = {}
+    if folder is None:
+        return out
     for e in _entries(folder):
         m = rx.match(e.name)
+        if not m:
+            continue
         try:
-            kind_ok = e.is_dir(follow_symlinks=False) if dirs else e.is_file(follow_symlinks=False)
+            plain = e.is_file(follow_symlinks=False)
+            is_dir = e.is_dir(follow_symlinks=False)
         except OSError:
-            kind_ok = False
-        if m and kind_ok:
+            continue
+        if plain:
             out[int(m.group(1))] = Path(e.path)
+        elif not is_dir:
+            real = _checked(paths, Path(e.path), f"{label}/{e.name}", "file", notes)
+            if real is not None:
+                out[int(m.group(1))] = real
     return dict(sorted(out.items()))
 
 
+def _numbered_dirs(folder: Path | None, rx: re.Pattern[str]) -> list[int]:
+    """Steps of ``<name><n>`` directories (names only: nothing inside is read)."""
+    if folder is None:
+        return []
+    found = []
+    for e in _entries(folder):
+        m = rx.match(e.name)
+        try:
+            if m and e.is_dir(follow_symlinks=False):
+                found.append(int(m.group(1)))
+        except OSError:
+            continue
+    return sorted(found)
+
+
 def _is_exp_dir(p: Path) -> bool:
-    return any((p / sub).is_dir() for sub in ("logs", "train_rollout", "eval_rollout", "checkpoints"))
+    for sub in ("logs", "train_rollout", "eval_rollout", "checkpoints"):
+        try:
+            mode = os.lstat(p / sub).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode) or stat.S_ISLNK(mode):
+            return True
+    return False
 
 
-def _meta_exp_dir(work_dir: Path, paths: PathPolicy) -> tuple[Path | None, Path | None]:
+def _named(value: str) -> str:
+    return value if len(value) <= NAMED_PATH_CHARS else value[:NAMED_PATH_CHARS] + "…"
+
+
+def _meta_exp_dir(work_dir: Path, paths: PathPolicy, notes: list[str]) -> tuple[Path | None, Path | None]:
     """The latest experiment the meta file names (``exps[-1].exp_dir``, trainer.py:173-175), if readable."""
     for name in META_FILES:
         meta = work_dir / name
-        if not meta.is_file():
+        if not os.path.lexists(meta):
             continue
         try:
-            exps = json.loads(meta.read_text(encoding="utf-8")[: 8 << 20]).get("exps") or []
-            raw = exps[-1]["exp_dir"] if exps else None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None, meta
-        if not raw:
-            return None, meta
-        cand = Path(raw) if os.path.isabs(raw) else work_dir / raw
-        if not cand.is_dir():  # moved run dir: the meta still names the old absolute path
-            cand = work_dir / Path(raw).name
+            data = read_guarded(paths, meta, what=name, limit=MAX_META_BYTES)
+        except ToolInputError as exc:
+            notes.append(f"{name} {refusal(exc)}: not read")
+            return None, None
         try:
-            return paths.check(str(cand), kind="dir", what="experiment directory"), meta
+            exps = json.loads(data).get("exps") or []
+            raw = exps[-1]["exp_dir"] if exps else None
+        except (ValueError, RecursionError, KeyError, TypeError, AttributeError, IndexError):
+            return None, meta
+        if not raw or not isinstance(raw, str):
+            return None, meta
+        named = Path(raw) if os.path.isabs(raw) else work_dir / raw
+        try:
+            return paths.check(named, kind="dir", what="experiment directory"), meta
+        except ToolInputError as exc:
+            if exc.code == "path_outside_roots":
+                notes.append(f"{name} names exp_dir {_named(raw)!r} outside the allowed roots: not checked")
+        try:  # a moved run dir: the meta still names the old absolute path
+            return paths.check(work_dir / Path(raw).name, kind="dir", what="experiment directory"), meta
         except ToolInputError:
             return None, meta
     return None, None
@@ -139,75 +216,118 @@ def find_experiment(raw: str, paths: PathPolicy, experiment: str | None = None) 
             )
         exp = paths.check(str(root / experiment), kind="dir", what="experiment")
         return describe(exp, root, paths)
-    if _is_exp_dir(root) and not any(EXP_DIR_RE.match(e.name) for e in _entries(root) if e.is_dir()):
+    stamped = sorted(e.name for e in _entries(root) if EXP_DIR_RE.match(e.name) and _dir_like(e))
+    if _is_exp_dir(root) and not stamped:
         return describe(root, root.parent, paths)
-    meta_dir, meta = _meta_exp_dir(root, paths)
-    stamped = sorted(e.name for e in _entries(root) if EXP_DIR_RE.match(e.name) and e.is_dir())
+    notes: list[str] = []
+    meta_dir, meta = _meta_exp_dir(root, paths, notes)
     exp = meta_dir or (root / stamped[-1] if stamped else None)
     if exp is None:
         raise ToolInputError(
             "not_a_run_dir",
             f"{raw!r} is neither an XTuner RL experiment directory (logs/, train_rollout/, ...) nor a work dir "
-            f"holding one (<YYYYmmddHHMMSS>/ or {META_FILES[0]})",
+            f"holding one (<YYYYmmddHHMMSS>/ or {META_FILES[0]})" + (f"; {'; '.join(notes)}" if notes else ""),
             "Pass the trainer's work_dir (WORK_DIR) or one experiment directory under it.",
         )
     layout = describe(paths.check(str(exp), kind="dir", what="experiment directory"), root, paths)
     layout.meta_file = meta
     layout.experiments = stamped
+    layout.notes[:0] = notes
     if meta_dir is None and meta is not None:
         layout.notes.append(f"{meta.name} did not name a readable experiment; took the newest directory by name")
     return layout
 
 
 def describe(exp: Path, work_dir: Path, paths: PathPolicy) -> RunLayout:
-    """List what XTuner wrote into ``exp`` (nothing is read beyond directory entries and env.json)."""
+    """List what XTuner wrote into ``exp``: directory entries, and env.json (capped). Each sub-directory and each
+    file that is not a plain regular file is checked with the path policy on its own; refusals become notes."""
     lay = RunLayout(exp_dir=exp, work_dir=work_dir)
-    logs = exp / "logs"
-    lay.rank_logs = _numbered(logs, RANK_LOG_RE, dirs=False)
-    env_json = logs / "env.json"
-    if env_json.is_file():
-        lay.env_json = env_json
-        try:
-            data = json.loads(env_json.read_bytes()[: 4 << 20])
-            lay.env = {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            lay.notes.append("logs/env.json is not valid JSON")
-    tracking = logs / "exp_tracking"
-    if tracking.is_dir():
-        lay.tracker_dir = tracking
-        if (tracking / "tracker.jsonl").is_file():
-            lay.tracker_jsonl = tracking / "tracker.jsonl"
-        lay.tracker_events = sorted(
-            Path(e.path) for e in _entries(tracking) if e.name.startswith("events.out.tfevents") and e.is_file()
-        )
-    lay.train_files = _numbered(exp / "train_rollout", TRAIN_RE, dirs=False)
-    lay.eval_files = _numbered(exp / "eval_rollout", EVAL_RE, dirs=False)
-    lay.checkpoints = sorted(_numbered(exp / "checkpoints", CKPT_RE, dirs=True))
-    lay.hf_exports = sorted(_numbered(exp / "hf", HF_RE, dirs=True))
-    lay.otel_traces = _otel_traces(exp, lay.env)
-    lay.sandbox_trace = _sandbox_trace(lay.env, work_dir, paths)
+    notes = lay.notes
+    logs = lay.logs_dir = _checked(paths, exp / "logs", "logs", "dir", notes)
+    lay.rank_logs = _numbered_files(paths, logs, "logs", RANK_LOG_RE, notes)
+    if logs is not None:
+        lay.env_json, lay.env = _read_env(paths, logs / "env.json", notes)
+        tracking = lay.tracker_dir = _checked(paths, logs / "exp_tracking", "logs/exp_tracking", "dir", notes)
+        if tracking is not None:
+            lay.tracker_jsonl = _checked(
+                paths, tracking / "tracker.jsonl", "logs/exp_tracking/tracker.jsonl", "file", notes
+            )
+            events = [e for e in _entries(tracking) if e.name.startswith("events.out.tfevents")]
+            for e in events:
+                real = _checked(paths, Path(e.path), f"logs/exp_tracking/{e.name}", "file", notes)
+                if real is not None:
+                    lay.tracker_events.append(real)
+            lay.tracker_events.sort()
+    for sub, rx, target in (("train_rollout", TRAIN_RE, lay.train_files), ("eval_rollout", EVAL_RE, lay.eval_files)):
+        target.update(_numbered_files(paths, _checked(paths, exp / sub, sub, "dir", notes), sub, rx, notes))
+    lay.checkpoints = _numbered_dirs(_checked(paths, exp / "checkpoints", "checkpoints", "dir", notes), CKPT_RE)
+    lay.hf_exports = _numbered_dirs(_checked(paths, exp / "hf", "hf", "dir", notes), HF_RE)
+    _otel_traces(lay, paths)
+    lay.sandbox_trace = _sandbox_trace(lay.env, work_dir, paths, notes)
     return lay
 
 
-def _otel_traces(exp: Path, env: dict[str, str]) -> list[Path]:
-    """``otel/<run_id>/traces/traces.jsonl`` files, plus the one env.json names (it may live elsewhere)."""
-    found = [Path(e.path) / "traces" / "traces.jsonl" for e in _entries(exp / "otel") if e.is_dir()]
-    named = env.get("XTUNER_OTEL_JSONL_PATH")
-    if named:
-        found.append(Path(named))
-    out: list[Path] = []
-    for p in found:
-        if p.is_file() and p not in out:
-            out.append(p)
-    return out
-
-
-def _sandbox_trace(env: dict[str, str], work_dir: Path, paths: PathPolicy) -> dict[str, int]:
-    """Counts of the sandbox agent loop's per-actor trace files under ``$WORK_DIR/trace`` (trace.py:61)."""
-    base = env.get("WORK_DIR") or str(work_dir)
+def _read_env(paths: PathPolicy, env_json: Path, notes: list[str]) -> tuple[Path | None, dict[str, str]]:
+    """``logs/env.json`` (capped): the run's environment as strings."""
+    if not os.path.lexists(env_json):
+        return None, {}
     try:
-        trace_dir = paths.check(str(Path(base) / "trace"), kind="dir", what="trace dir")
-    except ToolInputError:
+        data = read_guarded(paths, env_json, what="logs/env.json", limit=MAX_ENV_JSON_BYTES)
+    except ToolInputError as exc:
+        notes.append(f"logs/env.json {refusal(exc)}: not read")
+        return None, {}
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        notes.append("logs/env.json is not valid JSON")
+        return env_json, {}
+    return env_json, ({str(k): str(v) for k, v in obj.items()} if isinstance(obj, dict) else {})
+
+
+def _otel_traces(lay: RunLayout, paths: PathPolicy) -> None:
+    """``otel/<run_id>/traces/traces.jsonl`` files, plus the one env.json names (it may live elsewhere: a path
+    outside the roots is noted as not checked -- never looked at, so the answer says nothing about it)."""
+    notes = lay.notes
+    found: list[Path] = []
+    otel = _checked(paths, lay.exp_dir / "otel", "otel", "dir", notes)
+    if otel is not None:
+        for e in _entries(otel):
+            if _dir_like(e):
+                label = f"otel/{e.name}/traces/traces.jsonl"
+                real = _checked(paths, Path(e.path) / "traces" / "traces.jsonl", label, "file", notes)
+                if real is not None:
+                    found.append(real)
+    named = lay.env.get("XTUNER_OTEL_JSONL_PATH")
+    if named:
+        try:
+            found.append(paths.check(named, kind="file", what="XTUNER_OTEL_JSONL_PATH"))
+        except ToolInputError as exc:
+            if exc.code == "path_outside_roots":
+                lay.otel_path_unchecked = True
+                notes.append(
+                    f"logs/env.json names XTUNER_OTEL_JSONL_PATH={_named(named)!r} outside the allowed roots: "
+                    "not checked"
+                )
+            elif exc.code != "path_not_found":
+                notes.append(f"XTUNER_OTEL_JSONL_PATH {refusal(exc)}: not read")
+    for p in found:
+        if p in lay.otel_traces:
+            continue
+        try:
+            lay.otel_trace_bytes += file_size(paths, p, what="trace file")
+        except (ToolInputError, OSError):
+            continue
+        lay.otel_traces.append(p)
+
+
+def _sandbox_trace(env: dict[str, str], work_dir: Path, paths: PathPolicy, notes: list[str]) -> dict[str, int]:
+    """Counts of the sandbox agent loop's per-actor trace files under ``$WORK_DIR/trace`` (trace.py:61)."""
+    named = env.get("WORK_DIR")
+    try:
+        trace_dir = paths.check(str(Path(named or str(work_dir)) / "trace"), kind="dir", what="trace dir")
+    except ToolInputError as exc:
+        if named and exc.code == "path_outside_roots":
+            notes.append(f"logs/env.json names WORK_DIR={_named(named)!r} outside the allowed roots: not checked")
         return {}
     counts = {"fates": 0, "spans": 0, "llm_calls": 0}
     for e in _entries(trace_dir):

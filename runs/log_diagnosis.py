@@ -7,11 +7,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import RunContext
+from ..core import RunContext, ToolInputError
+from ..core.files import refusal
 from ..diagnosis.log_scanner import Scanner
 from ..diagnosis.models import Diagnosis
 from ..diagnosis.ranking import choose_verdict, rank
-from ..diagnosis.sources import collect_log_files, file_chunks
+from ..diagnosis.sources import LogFiles, collect_log_files, file_chunks
 from ..knowledge.catalog import load_catalog
 from .ray_logs import RemoteLog
 
@@ -27,6 +28,7 @@ class LogDiagnosis:
     sources_omitted: int = 0
     lines: int = 0
     bytes: int = 0
+    notes: list[str] = field(default_factory=list)
 
 
 def _text_chunks(text: str) -> Iterator[bytes]:
@@ -36,26 +38,29 @@ def _text_chunks(text: str) -> Iterator[bytes]:
 
 
 def diagnose(logs_dir: Path | None, remote: list[RemoteLog], ctx: RunContext, evidence_cap: int) -> LogDiagnosis:
-    """Scan every *.log/*.txt/*.out/*.err under ``logs_dir`` (newest first) and the remote tails together."""
+    """Scan every *.log/*.txt/*.out/*.err under ``logs_dir`` (checked inside the roots; newest first) and the remote
+    tails together."""
     catalog = load_catalog()
-    scanner = Scanner(catalog, evidence_cap)
+    scanner = Scanner(catalog, evidence_cap, limits=ctx.limits)
     out = LogDiagnosis()
-    files: list[Path] = []
-    if logs_dir is not None and logs_dir.is_dir():
-        files, out.sources_omitted = collect_log_files(logs_dir, ctx)
+    listed = collect_log_files(logs_dir, ctx) if logs_dir is not None else LogFiles()
+    out.sources_omitted = listed.omitted
+    out.notes = listed.notes
     budget = MAX_TOTAL_BYTES
-    for path in files:
-        try:
-            size = path.stat().st_size
-        except OSError:
-            continue
+    for log in listed.files:
         if budget <= 0:
             out.sources_omitted += 1
             continue
-        start = max(0, size - min(MAX_FILE_BYTES, budget))
-        budget -= size - start
-        scanner.scan_bytes_stream(str(path), file_chunks(path, start), size - start, start_line=1)
-        out.sources.append(str(path))
+        start = max(0, log.size - min(MAX_FILE_BYTES, budget))
+        budget -= log.size - start
+        try:
+            scanner.scan_bytes_stream(
+                str(log.path), file_chunks(ctx.paths, log.path, start, log.size - start), log.size - start
+            )
+        except ToolInputError as exc:  # swapped for something refused since it was listed
+            out.notes.append(f"{log.path} {refusal(exc)}: not read")
+            continue
+        out.sources.append(str(log.path))
     for log in remote:
         source = f"{log.node_ip}:{log.filename}"
         data = log.text

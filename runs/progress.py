@@ -10,10 +10,15 @@ it evaluated (:1427-1428).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..core import PathPolicy, ToolInputError, open_guarded
+from ..core.files import refusal
+from ..core.limits import UNLIMITED, CallLimits
 
 TAIL_BYTES = 4 << 20
 _PREFIX_RE = re.compile(r"^\[XTuner\](?:\[RANK \d+\])?\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\]\[(\w+)\]")
@@ -43,27 +48,34 @@ class LogProgress:
     final_without_eval: bool = False
     reached: bool = False
     files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
-def _tail_lines(path: Path) -> list[str]:
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            if size > TAIL_BYTES:
-                f.seek(size - TAIL_BYTES)
-                f.readline()
-            data = f.read(TAIL_BYTES)
-    except OSError:
-        return []
+def _tail_lines(paths: PathPolicy, path: Path) -> list[str]:
+    """The whole lines of the file's last ``TAIL_BYTES`` (opened through the path policy)."""
+    with open_guarded(paths, path, what="rank log") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > TAIL_BYTES:
+            f.seek(size - TAIL_BYTES)
+            f.readline(TAIL_BYTES)  # to the next line start (a longer line is read from its middle)
+        data = f.read(TAIL_BYTES)
     return data.decode("utf-8", "replace").splitlines()
 
 
-def read_logs(rank_logs: dict[int, Path]) -> LogProgress:
+def read_logs(rank_logs: dict[int, Path], paths: PathPolicy, limits: CallLimits = UNLIMITED) -> LogProgress:
     """Parse the last 4 MiB of each rank log (rank 0 first; other ranks only fill what rank 0 lacks)."""
     lp = LogProgress()
     for _rank, path in sorted(rank_logs.items())[:16]:
+        limits.check()
+        try:
+            lines = _tail_lines(paths, path)
+        except ToolInputError as exc:
+            lp.notes.append(f"logs/{path.name} {refusal(exc)}: not read")
+            continue
+        except OSError:
+            continue
         lp.files.append(str(path))
-        _parse(_tail_lines(path), lp)
+        _parse(lines, lp)
     return lp
 
 
@@ -93,25 +105,28 @@ def _parse(lines: list[str], lp: LogProgress) -> None:
             lp.reached = True
 
 
-def newest_mtime(paths: list[Path], folders: list[Path], max_entries: int = 5000) -> tuple[float | None, str | None]:
-    """The newest modification time among ``paths`` and the files directly inside ``folders``."""
-    best: tuple[float, str] | None = None
-    candidates = list(paths)
+def newest_mtime(
+    policy: PathPolicy, files: list[Path], folders: list[Path], max_entries: int = 5000
+) -> tuple[float | None, str | None]:
+    """The newest modification time among ``files`` (each checked with the path policy again) and the plain files
+    directly inside ``folders`` (folders already checked inside the roots; links in them are not followed)."""
+    times: list[tuple[float, str]] = []
+    for p in files:
+        try:
+            times.append((os.stat(policy.check(p, kind="file", what="run file")).st_mtime, str(p)))
+        except (ToolInputError, OSError):
+            continue
     for folder in folders:
         try:
             with os.scandir(folder) as it:
-                for i, e in enumerate(it):
-                    if i >= max_entries:
-                        break
-                    if e.is_file(follow_symlinks=False):
-                        candidates.append(Path(e.path))
+                entries = list(itertools.islice(it, max_entries))
         except OSError:
             continue
-    for p in candidates:
-        try:
-            t = p.stat().st_mtime
-        except OSError:
-            continue
-        if best is None or t > best[0]:
-            best = (t, str(p))
-    return (best[0], best[1]) if best else (None, None)
+        for e in entries:
+            try:
+                if e.is_file(follow_symlinks=False):
+                    times.append((e.stat(follow_symlinks=False).st_mtime, e.path))
+            except OSError:
+                continue
+    newest = max(times, default=None)
+    return (newest[0], newest[1]) if newest else (None, None)

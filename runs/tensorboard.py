@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from typing import BinaryIO
+
+from ..core.limits import UNLIMITED, CallLimits
 
 MAX_FRAME = 64 << 20
+#: Bytes read between two checks of the call's deadline.
+CHECK_BYTES = 1 << 20
 _DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_INT64 = 1, 2, 3, 9
 _U64 = struct.Struct("<Q")
 _F32 = struct.Struct("<f")
@@ -104,29 +108,33 @@ def _summary_values(buf: bytes, want: Callable[[str], bool]) -> Iterator[tuple[s
             yield tag, value
 
 
-def frames(path: Path, max_bytes: int) -> Iterator[bytes]:
-    """The data of each complete TFRecord frame, up to ``max_bytes`` of file (a torn last frame is dropped)."""
+def frames(f: BinaryIO, max_bytes: int, limits: CallLimits = UNLIMITED) -> Iterator[bytes]:
+    """The data of each complete TFRecord frame of an open event file, up to ``max_bytes`` of it (a torn last frame
+    is dropped)."""
     read = 0
-    with open(path, "rb") as f:
-        while read < max_bytes:
-            head = f.read(12)
-            if len(head) < 12:
-                return
-            (n,) = _U64.unpack_from(head)
-            if n > MAX_FRAME:
-                return
-            data = f.read(n + 4)
-            if len(data) < n + 4:
-                return
-            read += 16 + n
-            yield data[:n]
+    next_check = 0
+    while read < max_bytes:
+        if read >= next_check:
+            limits.check()
+            next_check = read + CHECK_BYTES
+        head = f.read(12)
+        if len(head) < 12:
+            return
+        (n,) = _U64.unpack_from(head)
+        if n > MAX_FRAME:
+            return
+        data = f.read(n + 4)
+        if len(data) < n + 4:
+            return
+        read += 16 + n
+        yield data[:n]
 
 
 def read_scalars(
-    path: Path, want: Callable[[str], bool], max_bytes: int = 1 << 30
+    f: BinaryIO, want: Callable[[str], bool], max_bytes: int = 1 << 30, limits: CallLimits = UNLIMITED
 ) -> Iterator[tuple[int, float, str, float]]:
-    """(step, wall_time, tag, value) of every scalar in ``path`` whose tag ``want`` accepts."""
-    for data in frames(path, max_bytes):
+    """(step, wall_time, tag, value) of every scalar in the open event file ``f`` whose tag ``want`` accepts."""
+    for data in frames(f, max_bytes, limits):
         step, wall, summary = 0, 0.0, None
         try:
             for num, wt, val in fields(data):

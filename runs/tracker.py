@@ -9,11 +9,18 @@ calls ``SummaryWriter.add_scalar`` once per tag (xtuner/v1/_writer/tb_writer.py:
 
 from __future__ import annotations
 
+import json
+import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
+from ..core import PathPolicy, ToolInputError, open_guarded
+from ..core.files import refusal
+from ..core.limits import UNLIMITED, CallLimits
 from .tensorboard import read_scalars
 
 #: Scalars read by name. Keys are the tracker tags (rl_trainer.py:1346, 1358-1363, 1378, 1400-1401, 1421).
@@ -45,6 +52,10 @@ MAX_EVAL_TAGS = 16
 MAX_STEPS = 200_000
 MAX_JSONL_BYTES = 512 << 20
 MAX_EVENT_BYTES = 1 << 30
+#: A tracker line is a few KiB of scalars; a longer one is skipped unread.
+MAX_RECORD_BYTES = 1 << 20
+#: Bytes read between two checks of the call's deadline.
+CHECK_BYTES = 1 << 20
 
 
 @dataclass
@@ -56,6 +67,7 @@ class Tracker:
     eval_tags: list[str] = field(default_factory=list)
     records: int = 0
     bad_records: int = 0
+    non_finite: int = 0  # nan/inf scalars skipped (a diverged loss, Python's json NaN/Infinity)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -82,30 +94,64 @@ class Tracker:
         return False
 
     def _add(self, tag: str, step: int, value: float) -> None:
+        if not math.isfinite(value):
+            self.non_finite += 1
+            return
         series = self.scalars.setdefault(tag, {})
         if len(series) < MAX_STEPS or step in series:
             series[step] = value  # the last write of a step wins, as TensorBoard shows it
+
+    def _note_non_finite(self) -> None:
+        if self.non_finite:
+            self.notes.append(f"{self.non_finite} non-finite scalar value(s) (nan/inf) were skipped")
 
 
 def _number(v: object) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
-    return float(v)
+    try:
+        return float(v)
+    except OverflowError:  # an integer beyond a double
+        return math.inf
 
 
-def read_jsonl(path: Path) -> Tracker:
+def _record(raw: bytes) -> object:
+    """One line: orjson, else the standard library, which also reads the NaN/Infinity that ``json.dumps`` writes."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
+
+
+def _skip_rest_of_line(f: BinaryIO, limits: CallLimits) -> None:
+    """Read through the next newline a piece at a time (never a whole over-long line in memory)."""
+    while (piece := f.readline(MAX_RECORD_BYTES)) and not piece.endswith(b"\n"):
+        limits.check()
+
+
+def read_jsonl(path: Path, paths: PathPolicy, limits: CallLimits = UNLIMITED) -> Tracker:
     """``tracker.jsonl``: one JSON object per ``add_scalars`` call; a torn last line is skipped."""
     tr = Tracker(format="jsonl")
-    size = path.stat().st_size
-    with open(path, "rb") as f:
+    with open_guarded(paths, path, what="logs/exp_tracking/tracker.jsonl") as f:
+        size = os.fstat(f.fileno()).st_size
         if size > MAX_JSONL_BYTES:
             f.seek(size - MAX_JSONL_BYTES)
-            f.readline()
+            _skip_rest_of_line(f, limits)
             tr.notes.append(f"tracker.jsonl is {size >> 20} MiB: read its last {MAX_JSONL_BYTES >> 20} MiB")
-        for raw in f:
+        done = next_check = 0
+        while raw := f.readline(MAX_RECORD_BYTES + 1):
+            done += len(raw)
+            if done >= next_check:
+                limits.check()
+                next_check = done + CHECK_BYTES
+            if len(raw) > MAX_RECORD_BYTES:
+                if not raw.endswith(b"\n"):
+                    _skip_rest_of_line(f, limits)
+                tr.bad_records += 1
+                continue
             try:
-                rec = orjson.loads(raw)
-            except orjson.JSONDecodeError:
+                rec = _record(raw)
+            except (ValueError, RecursionError):
                 tr.bad_records += 1
                 continue
             if not isinstance(rec, dict) or not isinstance(rec.get("step"), int):
@@ -117,10 +163,11 @@ def read_jsonl(path: Path) -> Tracker:
                 num = _number(v)
                 if num is not None and tag != "step" and tr._want(tag):
                     tr._add(tag, step, num)
+    tr._note_non_finite()
     return tr
 
 
-def read_events(files: list[Path]) -> Tracker:
+def read_events(files: list[Path], paths: PathPolicy, limits: CallLimits = UNLIMITED) -> Tracker:
     """TensorBoard event files, oldest first (their names start with the creation time)."""
     tr = Tracker(format="tensorboard")
     budget = MAX_EVENT_BYTES
@@ -128,16 +175,25 @@ def read_events(files: list[Path]) -> Tracker:
         if budget <= 0:
             tr.notes.append(f"event files beyond {MAX_EVENT_BYTES >> 20} MiB were not read")
             break
-        for step, _wall, tag, value in read_scalars(path, tr._want, budget):
-            tr.records += 1
-            tr._add(tag, step, value)
-        budget -= path.stat().st_size
+        try:
+            with open_guarded(paths, path, what=f"logs/exp_tracking/{path.name}") as f:
+                for step, _wall, tag, value in read_scalars(f, tr._want, budget, limits):
+                    tr.records += 1
+                    tr._add(tag, step, value)
+                budget -= os.fstat(f.fileno()).st_size
+        except ToolInputError as exc:
+            tr.notes.append(f"logs/exp_tracking/{path.name} {refusal(exc)}: not read")
+    tr._note_non_finite()
     return tr
 
 
-def load(tracker_jsonl: Path | None, events: list[Path]) -> Tracker:
+def load(tracker_jsonl: Path | None, events: list[Path], paths: PathPolicy, limits: CallLimits = UNLIMITED) -> Tracker:
+    """The tracker in the format the run wrote; a file refused at open is a note, not an error."""
     if tracker_jsonl is not None:
-        return read_jsonl(tracker_jsonl)
+        try:
+            return read_jsonl(tracker_jsonl, paths, limits)
+        except ToolInputError as exc:
+            return Tracker(format="jsonl", notes=[f"logs/exp_tracking/tracker.jsonl {refusal(exc)}: not read"])
     if events:
-        return read_events(events)
+        return read_events(events, paths, limits)
     return Tracker()

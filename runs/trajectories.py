@@ -27,6 +27,9 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
+from ..core import PathPolicy, open_guarded
+from ..core.limits import UNLIMITED, CallLimits
+
 BLOCK_BYTES = 1 << 20
 MAX_LINE_BYTES = 64 << 20
 MAX_GROUPS = 1 << 20
@@ -215,26 +218,33 @@ class _Scan:
         return st
 
 
-def _skip_line(f: Any) -> int:
+def _skip_line(f: Any, limits: CallLimits) -> int:
     n = 0
     while True:
+        limits.check()
         piece = f.readline(BLOCK_BYTES)
         n += len(piece)
         if not piece or piece.endswith(b"\n"):
             return n
 
 
-def scan_file(path: Path, step: int, on_bytes: Callable[[int], None] | None = None) -> FileStats:
-    """Summarise one trajectory file in bounded memory (a line over ``MAX_LINE_BYTES`` is counted, not read)."""
+def scan_file(
+    path: Path,
+    step: int,
+    on_bytes: Callable[[int], None] | None = None,
+    *,
+    paths: PathPolicy,
+    limits: CallLimits = UNLIMITED,
+) -> FileStats:
+    """Summarise one trajectory file in bounded memory (a line over ``MAX_LINE_BYTES`` is counted, not read).
+
+    The file is opened through the path policy (a :class:`ToolInputError` says why it was refused); the call's
+    deadline is checked once per block."""
     st = FileStats(step=step, path=str(path))
     scan = _Scan(st)
-    try:
-        f = open(path, "rb", buffering=1 << 16)
-    except OSError:
-        st.unreadable += 1
-        return st
-    with f:
+    with open_guarded(paths, path, what="trajectory file", buffering=1 << 16) as f:
         while True:
+            limits.check()
             chunk = f.read(BLOCK_BYTES)
             if not chunk:
                 break
@@ -250,7 +260,7 @@ def scan_file(path: Path, step: int, on_bytes: Callable[[int], None] | None = No
                 if raw.endswith(b"\n") or len(raw) <= MAX_LINE_BYTES:
                     scan.line(raw)  # a torn last line of a file being written is counted as unreadable
                 else:
-                    st.bytes += _skip_line(f)
+                    st.bytes += _skip_line(f, limits)
                     st.unreadable += 1
             if on_bytes is not None:
                 on_bytes(st.bytes)

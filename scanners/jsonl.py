@@ -27,16 +27,25 @@ records in ``jsonl_results``; this module reads ranges and merges them.
 
 Entry points: ``scan_file`` (one file, this process), ``plan_ranges`` + ``scan_range`` + ``merge_ranges`` (parallel
 use: ``parallel`` over local worker processes, ``ray_scan`` over a Ray cluster).
+
+Files are opened by the caller's ``open_file`` (the server passes its guarded opener: roots per file, regular files
+only, non-blocking); the default, for paths a caller already checked (workers, Ray tasks), refuses a link in the last
+component and anything but a regular file, without blocking. A caller's ``limits`` (``core.limits.CallLimits``) is
+checked once per block, so a cancelled or expired call stops within a block.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
+import stat
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any
+from typing import Any, BinaryIO, Protocol
 
 from .jsonl_blocks import LINE_DECODER, TypedLine, block_ok, decode_block, needs_precise, quick_ok
 from .jsonl_contract import BLOCKING, GT_MISSING_CODES, derivable_field
@@ -59,6 +68,41 @@ BLOCK_BYTES = 1 << 20
 #: Range size for sequential in-process scans: keeps per-range buffers small whatever the file size.
 SEQUENTIAL_RANGE_BYTES = 64 << 20
 _DIGITS = re.compile(r"[0-9]+")
+#: Read buffer of a scanned file: blocks are read whole; the buffer serves ``readline``.
+READ_BUFFER_BYTES = 1 << 16
+
+
+class Limits(Protocol):
+    """What a scan checks once per block: ``check()`` raises when the call is cancelled or past its deadline."""
+
+    def check(self) -> None: ...
+
+
+class _NoLimits:
+    def check(self) -> None:
+        return None
+
+
+NO_LIMITS: Limits = _NoLimits()
+#: Opens one file of a scan for binary reading.
+Opener = Callable[[str], AbstractContextManager[BinaryIO]]
+
+
+@contextlib.contextmanager
+def open_regular(path: str) -> Iterator[BinaryIO]:
+    """Open a file its caller already checked: no link in the last component, never blocking, regular files only."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
+        f = os.fdopen(fd, "rb", buffering=READ_BUFFER_BYTES)
+    except BaseException:
+        os.close(fd)
+        raise
+    with f:
+        yield f
 
 
 def example_key(ex: Example) -> tuple[str, str, str]:
@@ -121,10 +165,11 @@ class _Acc:
             res.valid += 1
 
 
-def _skip_line(f: Any, chunk: int = 1 << 20) -> int:
+def _skip_line(f: Any, limits: Limits, chunk: int = 1 << 20) -> int:
     """Consume the rest of the current line (through its newline); return the bytes consumed."""
     n = 0
     while True:
+        limits.check()
         piece = f.readline(chunk)
         n += len(piece)
         if not piece or piece.endswith(b"\n"):
@@ -215,32 +260,32 @@ def scan_range(
     end: int | None = None,
     opts: ScanOptions | None = None,
     on_bytes: Callable[[int], None] | None = None,
+    *,
+    open_file: Opener = open_regular,
+    limits: Limits = NO_LIMITS,
 ) -> RangeResult:
     """Scan the lines whose first byte lies in ``[start, end)`` of ``path`` (``end=None``: to the end of file)."""
     opts = opts or ScanOptions()
-    try:
-        size = os.path.getsize(path)
-    except OSError as exc:
-        return RangeResult(path, start, start, error=f"cannot read {path}: {exc.strerror or exc}")
-    end = size if end is None else min(end, size)
-    res = RangeResult(path, start, end)
-    scan = _RangeScan(res, opts)
-    limit = scan.limit
-    block_bytes = min(BLOCK_BYTES, limit)  # so a line inside a block is never over the limit
-    try:
-        f = open(path, "rb", buffering=1 << 16)  # blocks are read whole; the buffer serves readline
-    except OSError as exc:
-        res.error = f"cannot read {path}: {exc.strerror or exc}"
-        return res
-    with f:
+    with contextlib.ExitStack() as stack:
+        try:
+            f = stack.enter_context(open_file(path))
+        except Exception as exc:  # OSError, or the caller's opener refusing the file
+            return RangeResult(path, start, start, error=f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}")
+        size = os.fstat(f.fileno()).st_size
+        end = size if end is None else min(end, size)
+        res = RangeResult(path, start, end)
+        scan = _RangeScan(res, opts)
+        limit = scan.limit
+        block_bytes = min(BLOCK_BYTES, limit)  # so a line inside a block is never over the limit
         pos = start
         if start > 0:
             f.seek(start - 1)
-            pos = start - 1 + _skip_line(f)
+            pos = start - 1 + _skip_line(f, limits)
         read, readline = f.read, f.readline
         report_every = 8 << 20
         next_report = pos + report_every
         while pos < end:
+            limits.check()
             chunk = read(min(block_bytes, end - pos))
             if not chunk:
                 break
@@ -256,7 +301,7 @@ def scan_range(
                 if raw.endswith(b"\n") or len(raw) <= limit:  # whole, or the file's unterminated last line
                     scan.line(raw)
                 else:  # over the limit: report it, never load the rest
-                    extra = _skip_line(f)
+                    extra = _skip_line(f, limits)
                     pos += extra
                     scan.too_long(raw, len(raw) + extra)
             if on_bytes is not None and pos >= next_report:
@@ -266,17 +311,25 @@ def scan_range(
     return scan.finish()
 
 
-def scan_file(path: str, opts: ScanOptions | None = None, on_bytes: Callable[[int], None] | None = None) -> FileResult:
+def scan_file(
+    path: str,
+    opts: ScanOptions | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+    *,
+    open_file: Opener = open_regular,
+    limits: Limits = NO_LIMITS,
+) -> FileResult:
     """Scan one whole file in this process, range after range (no parallelism, bounded memory)."""
     opts = opts or ScanOptions()
     try:
-        size = os.path.getsize(path)
-    except OSError as exc:
-        return FileResult(path, error=f"cannot read {path}: {exc.strerror or exc}")
+        with open_file(path) as f:
+            size = os.fstat(f.fileno()).st_size
+    except Exception as exc:  # OSError, or the caller's opener refusing the file
+        return FileResult(path, error=f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}")
     parts = []
     for start, end in plan_ranges(size, SEQUENTIAL_RANGE_BYTES):
         cb = None if on_bytes is None else (lambda n, s=start: on_bytes(s + n))
-        parts.append(scan_range(path, start, end, opts, cb))
+        parts.append(scan_range(path, start, end, opts, cb, open_file=open_file, limits=limits))
         if on_bytes is not None:
             on_bytes(end)
     return merge_ranges(path, parts, opts)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import ToolInputError
+from ..core.limits import UNLIMITED, CallLimits
 from . import jsonl, jsonl_blocks, jsonl_contract, jsonl_duplicates, jsonl_precise, jsonl_results
 from .jsonl_results import RangeResult, ScanOptions, range_from_dict
 from .parallel import WORKER_HASH_ENV, Progress, Task
@@ -61,9 +62,16 @@ def scanner_sources() -> tuple[list[tuple[str, str]], str]:
 
 
 def scan_ray(
-    tasks: list[Task], opts: ScanOptions, address: str, timeout_s: float, progress: Progress
+    tasks: list[Task],
+    opts: ScanOptions,
+    address: str,
+    timeout_s: float,
+    progress: Progress,
+    limits: CallLimits = UNLIMITED,
 ) -> tuple[list[RangeResult], str, int]:
-    """Scan the tasks on the Ray cluster at ``address`` (GCS host:port, already checked to answer)."""
+    """Scan the tasks on the Ray cluster at ``address``: the GCS ``ip:port`` the caller already allowed by the
+    address policy (``cluster.ray_address``, which this layer does not import) and checked to answer. Stops at
+    ``timeout_s`` or when the call is cancelled."""
     for key, value in (("RAY_py_gcs_connect_timeout_s", "5"), ("RAY_gcs_rpc_server_connect_timeout_s", "2")):
         os.environ.setdefault(key, value)  # bound the connect phase (read when ray is imported)
     try:
@@ -99,7 +107,7 @@ def scan_ray(
             opts_dict = dataclasses.asdict(opts)
             sources_ref = ray.put(sources)
             refs = {remote.remote(sources_ref, digest, schema, p, [(s, e)], opts_dict): (p, s, e) for p, s, e in tasks}
-            results = _gather(ray, refs, len(tasks), timeout_s, progress)
+            results = _gather(ray, refs, len(tasks), timeout_s, progress, limits)
             nodes = len([n for n in ray.nodes() if n.get("Alive")])
         finally:
             ray.shutdown()
@@ -108,12 +116,19 @@ def scan_ray(
     return results, "ray", nodes
 
 
-def _gather(ray: Any, refs: dict[Any, Task], n_tasks: int, timeout_s: float, progress: Progress) -> list[RangeResult]:
-    """The tasks' range results as they finish (a failed task becomes a range with an error); cancel at the deadline."""
+def _gather(
+    ray: Any, refs: dict[Any, Task], n_tasks: int, timeout_s: float, progress: Progress, limits: CallLimits
+) -> list[RangeResult]:
+    """The tasks' range results as they finish (a failed task becomes a range with an error); cancel the rest at
+    the deadline or when the call is cancelled."""
     deadline = time.monotonic() + timeout_s
     results: list[RangeResult] = []
     done = 0
     while refs:
+        if limits.cancelled.is_set():
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            limits.check()
         left = deadline - time.monotonic()
         if left <= 0:
             for ref in refs:

@@ -26,11 +26,12 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-def make_server(*roots: Path, specs=None):
+def make_server(*roots: Path, specs=None, policy=None):
+    """The full server over ``roots``; ``policy``: what the operator allowed at start (default: from the env)."""
     from xtuner_rl_mcp.core import PathPolicy
     from xtuner_rl_mcp.server.app import build_server
 
-    return build_server(PathPolicy.from_strings([str(r) for r in roots] or [os.getcwd()]), specs=specs)
+    return build_server(PathPolicy.from_strings([str(r) for r in roots] or [os.getcwd()]), specs=specs, policy=policy)
 
 
 @pytest.fixture(params=["auto", "legacy"])

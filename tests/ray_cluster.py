@@ -399,13 +399,19 @@ def cluster_processes(cluster: RayCluster) -> set[tuple[int, str]]:
     return out
 
 
+#: Files the head itself rewrites on its own schedule (the metrics agent's service-discovery file, written as a
+#: temporary then renamed): they come and go whether or not anything probed the cluster.
+HEAD_OWN_FILES = ("tmp_prom_metrics_service_discovery.json",)
+
+
 def temp_files(cluster: RayCluster) -> set[str]:
-    """Relative paths of every file and directory under the cluster's temp dir."""
+    """Relative paths of every file and directory under the cluster's temp dir (but the head's own rewrites)."""
     root = cluster.tmp
     out: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
-            out.add(os.path.relpath(os.path.join(dirpath, name), root))
+            if name not in HEAD_OWN_FILES:
+                out.add(os.path.relpath(os.path.join(dirpath, name), root))
     return out
 
 

@@ -61,6 +61,7 @@ def test_ray_errors_are_structured_and_fast(tmp_path):
         ({"ray_address": "http://127.0.0.2:8265"}, "ray_address_invalid"),
         ({"ray_address": "auto"}, "ray_address_invalid"),
         ({"ray_address": dead_address()}, "ray_unreachable"),
+        ({"ray_address": "192.0.2.1:6379"}, "ray_address_not_allowed"),  # TEST-NET: refused before any packet
     ]
     for extra, code in cases:
         t0 = time.monotonic()

@@ -41,7 +41,6 @@ def test_compaction_keeps_meaning():
     from typing import Literal
 
     from pydantic import BaseModel, ConfigDict, Field
-
     from xtuner_rl_mcp.server.schemas import schema_of
 
     class Inner(BaseModel):

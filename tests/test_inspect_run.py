@@ -236,7 +236,7 @@ def test_torn_and_overlong_trajectory_lines_are_counted_not_fatal(tmp_path):
         }
     )
     p.write_text('{"reward_mean":1.0,"total_len":2}\n' + good + "\n" + good + "\n\n{not json}\n" + good[:30])
-    st = trajectories.scan_file(p, 1)
+    st = trajectories.scan_file(p, 1, paths=PathPolicy.from_strings([tmp_path]))
     assert st.samples == 2 and st.unreadable == 2 and st.groups_no_signal == 1 and st.gsm8k_unformatted == 0
 
 
@@ -259,7 +259,8 @@ def test_tensorboard_reader_reads_both_value_forms_and_drops_a_torn_frame(tmp_pa
     (f,) = tmp_path.glob("events.out.tfevents*")
     with open(f, "ab") as fh:  # a frame whose data was not written yet
         fh.write(struct.pack("<Q", 100) + b"\0\0\0\0" + b"\x08")
-    got = [(s, t, v) for s, _w, t, v in tensorboard.read_scalars(f, lambda t: True)]
+    with open(f, "rb") as fh:
+        got = [(s, t, v) for s, _w, t, v in tensorboard.read_scalars(fh, lambda t: True)]
     assert got == [(3, "time/step", 12.5), (4, "eval/accuracy", 0.5), (5, "eval/f64", 0.25)]
 
 
@@ -290,7 +291,7 @@ async def test_mcp_client_without_picture_sends_no_image(mcp_client, tmp_path):
     r = await mcp_client.call_tool("inspect_run", {"path": str(tmp_path)})
     assert [c.type for c in r.content] == ["text"] and r.structured_content["picture"] is None
     bad = await mcp_client.call_tool("inspect_run", {"path": str(tmp_path / "nope")})
-    assert bad.is_error and json.loads(bad.content[0].text.split(": ", 1)[-1])["error"]["code"] == "path_not_found"
+    assert bad.is_error and json.loads(bad.content[0].text)["error"]["code"] == "path_not_found"
 
 
 def test_catalog_references_exist_once_merged():

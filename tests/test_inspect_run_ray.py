@@ -1,5 +1,6 @@
 """inspect_run across nodes: worker logs of the suite's real two-node loopback Ray cluster, read through Ray's log
-API (dashboard HTTP), diagnosed together with the run's local logs; and a dead address answers in time."""
+API (dashboard HTTP), diagnosed together with the run's local logs -- only when it is the operator's cluster; and a
+dead address answers in time."""
 
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ def test_worker_logs_from_every_node_are_diagnosed_with_the_local_ones(ray_clust
     )
     generate(tmp_path, RunSpec(steps=4, total_steps=8, idle_s=30))
     t0 = time.monotonic()
+    # The server's own RAY_TMPDIR holds the cluster's address file: the local cluster Ray itself would join, so it is
+    # the operator's cluster and its log API may be read.
     res = tool.run(
         tool.Params(path=str(tmp_path), ray_address=ray_cluster.gcs_address, ray_timeout_s=60),
         _ctx(tmp_path, ray_cluster.env),
@@ -73,6 +76,21 @@ def test_worker_logs_from_every_node_are_diagnosed_with_the_local_ones(ray_clust
     assert res.state == "failed" and res.logs.verdict == "failure_found"
     assert any(s.endswith("rank_0.log") for s in res.logs.sources)  # local logs were read in the same pass
     assert "worker log(s) from 2 node(s)" in res.summary
+
+
+def test_client_given_cluster_is_probed_but_its_logs_are_not_read(ray_cluster, tmp_path):
+    """The same head given by a client, on a server whose own address file does not name it: loopback, so it is
+    probed (without credentials), but worker-log text is read only from a cluster the operator configured."""
+    generate(tmp_path, RunSpec(steps=2, total_steps=2))
+    env = {k: v for k, v in ray_cluster.env.items() if k not in ("RAY_TMPDIR", "TMPDIR")}
+    env["TMPDIR"] = str(tmp_path / "server-tmp")
+    res = tool.run(
+        tool.Params(path=str(tmp_path), ray_address=ray_cluster.gcs_address, ray_timeout_s=60), _ctx(tmp_path, env)
+    )
+    remote = res.remote_logs
+    assert remote is not None and remote.dashboard_url == ray_cluster.dashboard_url, remote
+    assert remote.files == [] and remote.bytes == 0
+    assert any("not read" in e for e in remote.errors), remote.errors
 
 
 def test_unreachable_cluster_answers_within_the_deadline(tmp_path):

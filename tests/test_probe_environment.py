@@ -19,8 +19,9 @@ from xtuner_rl_mcp.cluster import ray as rc
 from xtuner_rl_mcp.cluster.env import NO_BACKEND_MESSAGE
 from xtuner_rl_mcp.cluster.fit import Expected, evaluate_fit, fit_findings
 from xtuner_rl_mcp.cluster.packages import check_packages
+from xtuner_rl_mcp.cluster.ray_address import RayAccess
 from xtuner_rl_mcp.cluster.ray_findings import ray_findings
-from xtuner_rl_mcp.core import PathPolicy, RunContext
+from xtuner_rl_mcp.core import OperatorPolicy, PathPolicy, RunContext
 from xtuner_rl_mcp.tools.probe_environment import Params, run
 
 from .ray_cluster import (
@@ -375,7 +376,7 @@ def test_real_cluster_nodes_gpus_versions(ray_cluster, tmp_path):
 
 @pytest.mark.ray
 def test_discovery_from_address_file_and_ray_address(ray_cluster, tmp_path):
-    ctx = _ctx(tmp_path)
+    ctx = _ctx(tmp_path, ray_cluster.tmp)  # a client-chosen RAY_TMPDIR is read only inside the allowed roots
     r = _probe(ctx, checks=["ray"], env={"RAY_TMPDIR": str(ray_cluster.tmp)}, detail="summary")
     assert r.ray.resolution.source == "address_file"
     assert r.ray.resolution.address == ray_cluster.gcs_address and r.ray.reachable
@@ -504,8 +505,10 @@ def test_probe_without_ray_installed_says_so(ray_cluster, tmp_path):
         "import sys, json\n"
         "sys.modules['ray'] = None\n"
         "from xtuner_rl_mcp.cluster.ray import probe_cluster\n"
+        "from xtuner_rl_mcp.cluster.ray_address import RayAccess\n"
         "from xtuner_rl_mcp.cluster.packages import check_packages\n"
-        "s = probe_cluster(sys.argv[1], environ={}, timeout_s=30)\n"
+        "from xtuner_rl_mcp.core import RunContext\n"
+        "s = probe_cluster(sys.argv[1], access=RayAccess.from_context(RunContext(environ={})), timeout_s=30)\n"
         "print(json.dumps({'snap': s.model_dump(), 'ray_pkg': [p.model_dump() for p in check_packages().items"
         " if p.name == 'ray'][0]}))\n"
     )
@@ -525,22 +528,39 @@ def test_probe_without_ray_installed_says_so(ray_cluster, tmp_path):
     assert snap["reachable"] and snap["method"] == "dashboard_http" and len(snap["nodes"]) == len(ray_cluster.nodes)
 
 
+def _access(server_env: dict[str, str], trusted: tuple[str, ...] = ()) -> RayAccess:
+    """The address policy for a server with ``server_env`` whose operator configured ``trusted``."""
+    ctx = RunContext(environ=server_env, policy=OperatorPolicy(ray_addresses=trusted))
+    return RayAccess.from_context(ctx)
+
+
 @pytest.mark.ray
 def test_token_auth_is_reported_as_auth_required(tmp_path):
-    """A head with Ray 2.60 token auth: without the token the probe says 'auth required', not 'unreachable'."""
+    """A head with Ray 2.60 token auth: without the token the probe says 'auth required', not 'unreachable'; the
+    server's token (in its env, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) goes only to the operator's cluster."""
     token = os.urandom(16).hex()
     auth_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
     node = NodeSpec(HEAD_IP, num_cpus=2, num_gpus=1, memory=2 * GIB, resources={})
     with start_ray_cluster((node,), dashboard=False, extra_env=auth_env) as cluster:
-        without = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
-        without["HOME"] = str(tmp_path)  # no ~/.ray/auth_token
+        addr = cluster.gcs_address
+        without = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
+        without["HOME"] = str(tmp_path / "home")  # no ~/.ray/auth_token
         before = snapshot(cluster)
-        snap = rc.probe_cluster(cluster.gcs_address, environ={}, timeout_s=LIVE, child_environ=without)
-        assert snap.reachable and snap.auth_required, snap
+        snap = rc.probe_cluster(addr, access=_access(without, (addr,)), timeout_s=LIVE)
+        assert snap.reachable and snap.auth_required and snap.trusted, snap
         assert "RAY_AUTH_TOKEN" in snap.auth_hint
         with_token = dict(without, RAY_AUTH_TOKEN=token)
-        ok = rc.probe_cluster(cluster.gcs_address, environ={}, timeout_s=LIVE, child_environ=with_token)
+        ok = rc.probe_cluster(addr, access=_access(with_token, (addr,)), timeout_s=LIVE)
         assert ok.reachable and not ok.auth_required and ok.total.get("GPU") == 1, ok
+
+        # a client-given (loopback) address: the same token, by every route Ray knows, is withheld
+        (tmp_path / "home" / ".ray").mkdir(parents=True)
+        (tmp_path / "home" / ".ray" / "auth_token").write_text(token)
+        (tmp_path / "token").write_text(token)
+        every_route = dict(with_token, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(tmp_path / "token"))
+        withheld = rc.probe_cluster(addr, access=_access(every_route), timeout_s=LIVE)
+        assert withheld.reachable and withheld.auth_required and not withheld.trusted, withheld
+        assert "--ray-address" in withheld.auth_hint
         time.sleep(0.5)
         after = snapshot(cluster)
         assert after == before

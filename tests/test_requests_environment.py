@@ -15,7 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
+from .conftest import make_server
 from .xtuner_config_samples import COLOCATED_ASYNC, ENV, write
 
 pytestmark = pytest.mark.anyio
@@ -42,7 +44,7 @@ async def test_big_enough_for_16_workers_leads_with_the_fit(mcp_client, tmp_path
 
 
 @pytest.mark.ray
-async def test_big_enough_for_16_workers_against_a_live_cluster(mcp_client, ray_head):  # noqa: F811
+async def test_big_enough_for_16_workers_against_a_live_cluster(mcp_client, ray_head):
     r = await mcp_client.call_tool(
         "probe_environment",
         {"checks": ["ray"], "expected": {"num_workers": 16}, "ray_address": ray_head.gcs_address, "timeout_s": 10},
@@ -92,10 +94,12 @@ async def test_prelaunch_catch22_is_gone(mcp_client, tmp_path):
 
 
 @pytest.mark.ray
-async def test_prelaunch_with_a_cluster_already_running_here(mcp_client, tmp_path, ray_head):  # noqa: F811
+async def test_prelaunch_with_a_cluster_already_running_here(tmp_path, ray_head):
+    """A planned RAY_TMPDIR is read only inside the allowed roots, so this server also allows the cluster's."""
     cfg = write(tmp_path, "cfg.py", COLOCATED_ASYNC)
     env = {**ENV, "RAY_TMPDIR": str(ray_head.tmp), "TMPDIR": str(ray_head.tmp)}
-    r = await mcp_client.call_tool("preflight", {"config": str(cfg), "env": env, "backend": "lmdeploy"})
+    async with Client(make_server(tmp_path, ray_head.tmp), raise_exceptions=True) as client:
+        r = await client.call_tool("preflight", {"config": str(cfg), "env": env, "backend": "lmdeploy"})
     sc = r.structured_content
     (b,) = [b for b in sc["blockers"] if b["id"] == "preflight.ray_already_running"]
     assert ray_head.gcs_address in b["title"] and "cluster='running'" in b["fix"] and b["stage"] == "launch"

@@ -199,8 +199,11 @@ def test_sp_size_rule():
 def test_check_fit_on_a_real_ray_cluster(ray_cluster):
     """Feed a real cluster's totals (read by the read-only probe) into check_fit; expectations from its node specs."""
     from xtuner_rl_mcp.cluster import ray as probe
+    from xtuner_rl_mcp.cluster.ray_address import RayAccess
+    from xtuner_rl_mcp.core import RunContext
 
-    snap = probe.probe_cluster(ray_cluster.gcs_address, environ=ray_cluster.env, child_environ=ray_cluster.env)
+    access = RayAccess.from_context(RunContext(environ=ray_cluster.env))
+    snap = probe.probe_cluster(ray_cluster.gcs_address, access=access)
     assert snap.nodes, snap.errors
     nodes = [
         rr.NodeCapacity(accelerators=n.total.get("GPU", 0), cpus=n.total.get("CPU", 0), memory_bytes=n.total["memory"])

@@ -67,7 +67,9 @@ def _error(result) -> dict:
 
 
 def _server(tmp_path, probe: Probe, **limits):
-    return build_server(PathPolicy.from_strings([str(tmp_path)]), specs=[waiting_tool(probe)], limits=ServerLimits(**limits))
+    return build_server(
+        PathPolicy.from_strings([str(tmp_path)]), specs=[waiting_tool(probe)], limits=ServerLimits(**limits)
+    )
 
 
 async def _wait_until(predicate, timeout: float = 10.0) -> None:

@@ -1,5 +1,5 @@
-"""The user's own environment and XTuner (issue 17 item 3): a second real virtualenv is probed in a subprocess, and
-a config is checked against an XTuner-shaped tree whose classes differ from b934f46.
+"""The user's own environment and XTuner (issue 17 item 3): a second real virtualenv is read from its files (never
+run), and a config is checked against an XTuner-shaped tree whose classes differ from b934f46.
 
 Everything here is real: ``python -m venv`` builds the second environment; the "backend" is a tiny ``sglang``
 package with real distribution metadata; the XTuner is a source checkout (a ``.git`` directory with a branch ref)
@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.cluster import packages, xtuner_install
-from xtuner_rl_mcp.cluster.interpreter import resolve_python
 from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.tools import inspect_config, preflight, probe_environment
 from xtuner_rl_mcp.xtuner_rules import classes as xc
@@ -112,18 +111,18 @@ def ctx_for(*roots: Path) -> RunContext:
     return RunContext(paths=PathPolicy.from_strings(list(roots)))
 
 
-# ---- probing the training interpreter ----------------------------------------------------------------------------
+# ---- reading the training environment ----------------------------------------------------------------------------
 
 
 def test_second_venv_reports_its_backend_and_its_xtuner(training_venv, tmp_path):
     venv, checkout = training_venv
     env = {"XTUNER_USE_SGLANG": "1"}
     r = probe_environment.run(
-        probe_environment.Params(checks=["packages", "env"], env=env, python=str(venv / "bin" / "python")),
-        ctx_for(tmp_path),
+        probe_environment.Params(checks=["packages", "env"], env=env, training_env=str(venv / "bin" / "python")),
+        ctx_for(venv.parent, tmp_path),
     )
     assert r.python is not None and r.python.target == "training" and r.python.is_venv
-    assert r.python.executable.startswith(str(venv))
+    assert r.python.learned_from == "read" and r.python.executable == str(venv / "bin" / "python")
     items = {i.name: i for i in r.packages.items}
     assert items["sglang"].installed and items["sglang"].version == "0.4.6.post1"
     assert items["xtuner"].installed and items["xtuner"].version == "0.2.0"
@@ -135,17 +134,18 @@ def test_second_venv_reports_its_backend_and_its_xtuner(training_venv, tmp_path)
     ids = {f.id for f in r.findings}
     # sglang is installed there, so no backend blocker; the server's own Python (no sglang) is not what was asked
     assert not any(i.startswith("probe.backend_not_installed") for i in ids)
-    assert "training Python" in r.summary and COMMIT[:12] in r.summary
+    assert "training Python" in r.summary and "read from its files" in r.summary and COMMIT[:12] in r.summary
 
 
-def test_training_python_without_the_backend_is_a_blocker(training_venv, tmp_path):
+def test_training_env_without_the_backend_is_a_blocker(training_venv, tmp_path):
     venv, _ = training_venv
     r = probe_environment.run(
-        probe_environment.Params(checks=["packages", "env"], env={"XTUNER_USE_LMDEPLOY": "1"}, python_prefix=str(venv)),
-        ctx_for(tmp_path),
+        probe_environment.Params(checks=["packages", "env"], env={"XTUNER_USE_LMDEPLOY": "1"}, training_env=str(venv)),
+        ctx_for(venv.parent, tmp_path),
     )
     f = next(f for f in r.findings if f.id == "probe.backend_not_installed.lmdeploy")
-    assert f.severity == "blocker" and "training Python" in f.evidence and "another Python" not in f.evidence
+    assert f.severity == "blocker" and f"training environment ({venv})" in f.evidence
+    assert "another Python" not in f.evidence
     assert f.stage == "trainer_init" and f.owner == "backend_install"
 
 
@@ -167,34 +167,25 @@ def test_v1_rl_is_told_by_the_files(tmp_path):
     xtuner_tree(tmp_path / "old", v1=False)
     (site / "old.pth").write_text(str(tmp_path / "old") + "\n")
     dist_info(site, "xtuner", "0.2.0")
-    r = packages.check_packages(resolve_python(str(venv / "bin" / "python"), None), 20)
+    r = packages.training_packages(str(venv / "bin" / "python"), ctx_for(tmp_path))
     assert r.xtuner is not None and r.xtuner.v1_rl is False and r.xtuner_v1_rl_cli is False
     (f,) = [f for f in packages.package_findings(r, None, None) if f.id == "probe.xtuner_without_v1"]
     assert f.severity == "blocker" and "only the files tell" in f.evidence
 
 
-def test_bad_interpreters_are_input_errors(tmp_path):
+def test_what_is_not_an_environment_is_an_input_error(tmp_path):
     (tmp_path / "notpython").write_text("#!/bin/sh\n")
-    for kw in (
-        {"python": str(tmp_path / "notpython")},
-        {"python": str(tmp_path / "python3")},
-        {"python_prefix": str(tmp_path / "nope")},
-        {"python_prefix": str(tmp_path)},
-        {"python": sys.executable, "python_prefix": str(tmp_path)},
+    for value, code in (
+        (tmp_path / "notpython", "training_env_not_prefix"),
+        (tmp_path / "python3", "path_not_found"),
+        (tmp_path / "nope", "path_not_found"),
+        (tmp_path, "training_env_not_python"),
     ):
-        with pytest.raises(ToolInputError):
-            probe_environment.run(probe_environment.Params(checks=["packages"], **kw), ctx_for(tmp_path))
-
-
-def test_an_interpreter_that_hangs_is_cut_off(tmp_path):
-    """The probe runs with a hard timeout: a 'python' that never answers costs the timeout, not the call."""
-    fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\nsleep 30\n")
-    fake.chmod(0o755)
-    r = packages.check_packages(fake, timeout=1.0)
-    assert "did not answer within 1s" in r.error
-    (f,) = packages.package_findings(r, None, None)
-    assert f.id == "probe.python_unreadable" and f.severity == "warning"
+        with pytest.raises(ToolInputError) as e:
+            probe_environment.run(
+                probe_environment.Params(checks=["packages"], training_env=str(value)), ctx_for(tmp_path)
+            )
+        assert e.value.code == code, (value, e.value.code)
 
 
 # ---- the user's XTuner classes ------------------------------------------------------------------------------------
@@ -217,8 +208,10 @@ def test_changed_class_gives_no_false_blocker_and_no_silent_miss(training_venv, 
     assert builtin.xtuner_classes.used == "builtin"
     assert set(unknown_fields(builtin)) == {"RolloutConfig has no field `new_knob`"}
 
-    for target in (str(venv / "bin" / "python"), str(checkout), str(checkout / "xtuner")):
-        r = inspect_config.run(inspect_config.Params(path=str(cfg), env=ENV, xtuner=target), ctx_for(tmp_path))
+    for target in (str(venv), str(venv / "bin" / "python"), str(checkout), str(checkout / "xtuner")):
+        r = inspect_config.run(
+            inspect_config.Params(path=str(cfg), env=ENV, training_env=target), ctx_for(venv.parent, tmp_path)
+        )
         assert r.xtuner_classes.used == "installed" and r.xtuner_classes.git_commit == COMMIT
         assert "installed XTuner" in r.summary and "1 class(es) differ" in r.summary
         found = unknown_fields(r)
@@ -231,6 +224,9 @@ def test_changed_class_gives_no_false_blocker_and_no_silent_miss(training_venv, 
         assert list(r.xtuner_classes.differences) == ["RolloutConfig"]
         assert added.startswith(f"field `{ADDED[1]}` added (xtuner/v1/rl/rollout/worker.py:")
         assert removed == f"field `{REMOVED[1]}` removed (b934f46 xtuner/v1/rl/rollout/worker.py:370)"
+        # the installed XTuner lacks a field b934f46 has: remove it, or upgrade XTuner to where it is
+        assert "remove `max_retry_per_sample=`" in f.fix and "upgrade XTuner" in f.fix
+        assert "InternLM/xtuner@b934f46 has it at xtuner/v1/rl/rollout/worker.py:370" in f.fix
 
 
 def test_rules_from_files_that_differ_are_not_asserted(training_venv, tmp_path):
@@ -241,7 +237,9 @@ def test_rules_from_files_that_differ_are_not_asserted(training_venv, tmp_path):
     pinned = inspect_config.run(inspect_config.Params(path=str(cfg), env=ENV), ctx_for(tmp_path))
     (f0,) = [f for f in pinned.findings if f.id == "config.rollout_context_length_missing"]
     assert f0.severity == "blocker"
-    mine = inspect_config.run(inspect_config.Params(path=str(cfg), env=ENV, xtuner=str(checkout)), ctx_for(tmp_path))
+    mine = inspect_config.run(
+        inspect_config.Params(path=str(cfg), env=ENV, training_env=str(checkout)), ctx_for(checkout.parent, tmp_path)
+    )
     (f1,) = [f for f in mine.findings if f.id == "config.rollout_context_length_missing"]
     assert f1.severity == "warning" and "differs from it, so confirm" in f1.evidence
     assert "xtuner/v1/rl/rollout/worker.py" in mine.xtuner_classes.files_differing
@@ -252,7 +250,7 @@ def test_unchanged_tree_agrees_with_the_builtin_table(tmp_path):
     pkg = xtuner_tree(tmp_path / "same", changed=False)
     cfg = write(tmp_path, "cfg.py", mutate(COLOCATED_ASYNC, CONFIG_WITH_BOTH))
     a = inspect_config.run(inspect_config.Params(path=str(cfg), env=ENV), ctx_for(tmp_path))
-    b = inspect_config.run(inspect_config.Params(path=str(cfg), env=ENV, xtuner=str(pkg)), ctx_for(tmp_path))
+    b = inspect_config.run(inspect_config.Params(path=str(cfg), env=ENV, training_env=str(pkg)), ctx_for(tmp_path))
     assert b.xtuner_classes.differences == {} and b.xtuner_classes.classes_read == len(xc.CLASSES)
     assert {f.id: f.severity for f in a.findings if f.id in ("config.unknown_field",)} == {
         f.id: f.severity for f in b.findings if f.id in ("config.unknown_field",)
@@ -261,7 +259,7 @@ def test_unchanged_tree_agrees_with_the_builtin_table(tmp_path):
 
 def test_table_is_scoped_to_the_call(training_venv, tmp_path):
     _, checkout = training_venv
-    rows, used = inspect_config.classes_for(str(checkout))
+    rows, used = inspect_config.classes_for(str(checkout), ctx_for(checkout.parent))
     assert used.used == "installed" and "new_knob" in {f.name for f in rows["RolloutConfig"].fields}
     with xc.use_table(rows):
         assert "new_knob" in xc.fields_of("RolloutConfig")
@@ -271,7 +269,7 @@ def test_table_is_scoped_to_the_call(training_venv, tmp_path):
 def test_xtuner_argument_errors(tmp_path):
     cfg = write(tmp_path, "cfg.py", COLOCATED_ASYNC)
     with pytest.raises(ToolInputError) as e:
-        inspect_config.run(inspect_config.Params(path=str(cfg), env=ENV, xtuner=str(tmp_path)), ctx_for(tmp_path))
+        inspect_config.run(inspect_config.Params(path=str(cfg), env=ENV, training_env=str(tmp_path)), ctx_for(tmp_path))
     assert e.value.code == "xtuner_not_found"
 
 
@@ -312,18 +310,20 @@ def test_pinned_fingerprints_match_b934f46():
 # ---- preflight in the training environment --------------------------------------------------------------------------
 
 
-def test_preflight_uses_the_training_python_and_its_xtuner(training_venv, tmp_path):
+def test_preflight_uses_the_training_env_and_its_xtuner(training_venv, tmp_path):
     venv, _ = training_venv
     cfg = write(tmp_path, "cfg.py", mutate(COLOCATED_ASYNC, CONFIG_WITH_BOTH))
     r = preflight.run(
         preflight.Params(
-            config=str(cfg), env=ENV, backend="lmdeploy", python=str(venv / "bin" / "python"), probe_cluster=False
+            config=str(cfg), env=ENV, backend="lmdeploy", training_env=str(venv), probe_cluster=False, detail="full"
         ),
-        ctx_for(tmp_path),
+        ctx_for(venv.parent, tmp_path),
     )
-    # the env has XTUNER_USE_LMDEPLOY=1 and the training Python has only sglang: a real blocker there
+    # the env has XTUNER_USE_LMDEPLOY=1 and the training environment has only sglang: a real blocker there
     (f,) = [b for b in r.blockers if b.id == "probe.backend_not_installed.lmdeploy"]
     assert str(venv) in f.evidence and f.stage == "trainer_init"
+    # the launch command runs the training environment's interpreter (a word in the script, never run here)
+    assert r.details["build_rl_command"]["command"].startswith(f"{venv}/bin/python -m xtuner.v1.train.cli.rl")
 
 
 def test_preflight_reads_installed_classes_when_the_xtuner_has_v1(training_venv, tmp_path):
@@ -331,8 +331,8 @@ def test_preflight_reads_installed_classes_when_the_xtuner_has_v1(training_venv,
     venv, _ = training_venv
     cfg = write(tmp_path, "cfg.py", mutate(COLOCATED_ASYNC, CONFIG_WITH_BOTH))
     r = preflight.run(
-        preflight.Params(config=str(cfg), env=ENV, python=str(venv / "bin" / "python"), probe_cluster=False),
-        ctx_for(tmp_path),
+        preflight.Params(config=str(cfg), env=ENV, training_env=str(venv / "bin" / "python"), probe_cluster=False),
+        ctx_for(venv.parent, tmp_path),
     )
     assert r.xtuner_classes.startswith("installed XTuner")
     titles = {b.title for b in r.blockers}

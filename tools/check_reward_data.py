@@ -15,8 +15,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..cluster.ray import classify_address, split_hostport, tcp_check
+from ..cluster.ray import classify_address, tcp_check
+from ..cluster.ray_address import RayAccess
 from ..core import PathPolicy, RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
+from ..core.files import file_size
 from ..core.findings import Detail, Finding
 from ..scanners.data_files import glob_base, is_parquet, resolve_files
 from ..scanners.data_fixes import Suggestion
@@ -28,7 +30,7 @@ from ..scanners.data_report import (
     LineExample,
     build_report,
 )
-from ..scanners.jsonl_results import ScanOptions
+from ..scanners.jsonl_results import FileResult, ScanOptions
 from ..scanners.parallel import PARALLEL_MIN_BYTES, merge_by_file, plan_tasks, scan_local
 from ..scanners.ray_scan import scan_ray
 
@@ -106,9 +108,9 @@ DESCRIPTION = (
 
 def run(params: Params, ctx: RunContext) -> Result:
     t0 = time.monotonic()
-    files = resolve_files(params.path, ctx.paths)
-    parquet = [str(f) for f in files if is_parquet(f)]
-    scan_files = [(str(f), f.stat().st_size) for f in files if str(f) not in parquet]
+    found = resolve_files(params.path, ctx.paths)
+    parquet = [str(f) for f in found.files if is_parquet(f, ctx.paths)]
+    scan_files = [(str(f), file_size(ctx.paths, f, what="data file")) for f in found.files if str(f) not in parquet]
     total = sum(size for _, size in scan_files)
     opts = ScanOptions(
         judger=params.judger, max_line_bytes=params.max_line_bytes, max_examples_per_code=params.max_examples_per_code
@@ -123,15 +125,17 @@ def run(params: Params, ctx: RunContext) -> Result:
     progress(0, f"checking {len(scan_files)} file(s), {total} bytes")
     if params.engine == "ray":
         tasks = plan_tasks(scan_files, True, 64)
-        _, _, address = _resolve_ray_address(params, ctx.environ)
-        results, engine, workers = scan_ray(tasks, opts, address, params.ray_timeout_s, progress)
+        address = _resolve_ray_address(params, ctx)
+        timeout = ctx.limits.remaining(params.ray_timeout_s)
+        results, engine, workers = scan_ray(tasks, opts, address, timeout, progress, ctx.limits)
     else:
         workers = max(1, min(os.cpu_count() or 1, 8))
         tasks = plan_tasks(scan_files, workers > 1 and total >= PARALLEL_MIN_BYTES, workers)
-        results, engine, workers = scan_local(tasks, opts, workers, progress)
+        results, engine, workers = scan_local(tasks, opts, workers, progress, ctx.paths, ctx.limits)
     progress(total, "done")
 
     per_file = merge_by_file([p for p, _ in scan_files], results, opts)
+    per_file += [FileResult(path, error=f"{path} {why}") for path, why in found.refused]
     seconds = time.monotonic() - t0
     report = build_report(per_file, parquet, role=params.role, judger=params.judger, detail=params.detail)
     return _result(params, report, engine, workers, seconds)
@@ -163,9 +167,10 @@ def _result(params: Params, report: DataReport, engine: str, workers: int, secon
     )
 
 
-def _resolve_ray_address(params: Params, environ: Any) -> tuple[str, int, str]:
-    """The GCS host, port and address of the existing cluster engine='ray' uses, checked to answer."""
-    raw = params.ray_address or environ.get("RAY_ADDRESS")
+def _resolve_ray_address(params: Params, ctx: RunContext) -> str:
+    """The checked ``ip:port`` of the existing cluster engine='ray' uses: allowed by the address policy (an
+    untrusted one only when this process's Ray driver would not present the server's token) and answering."""
+    raw = params.ray_address or ctx.environ.get("RAY_ADDRESS")
     if not raw or not raw.strip():
         raise ToolInputError(
             "ray_address_required",
@@ -175,15 +180,19 @@ def _resolve_ray_address(params: Params, environ: Any) -> tuple[str, int, str]:
     kind, note = classify_address(raw)
     if kind != "gcs" or raw.strip().lower() in ("auto", "local"):
         raise ToolInputError("ray_address_invalid", f"ray_address {raw!r}: {note}", "Pass the GCS address host:port.")
-    host, port = split_hostport(raw)
-    why = tcp_check(host, port, RAY_CONNECT_TIMEOUT_S)
+    access = RayAccess.from_context(ctx)
+    target = access.decide(raw)
+    access.check_in_process_driver(target)
+    why = target.resolve_error
+    if target.ip is not None:
+        why = tcp_check(target.ip, target.endpoint.port, ctx.limits.remaining(RAY_CONNECT_TIMEOUT_S)) or ""
     if why:
         raise ToolInputError(
             "ray_unreachable",
-            f"no Ray GCS answers at {host}:{port} ({why})",
+            f"no Ray GCS answers at {target.endpoint.hostport()} ({why})",
             "Start the cluster first (ray start --head ...) or fix ray_address; or use engine='local'.",
         )
-    return host, port, f"{host}:{port}"
+    return target.gcs_connect()
 
 
 def check_path(path: str, *, roots: list[str] | None = None, **params: Any) -> Result:

@@ -11,7 +11,7 @@ entry's specificity and where it matched.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -19,17 +19,26 @@ from pydantic import BaseModel, Field
 from ..core import RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
 from ..core.findings import Detail, Finding
 from ..diagnosis import log_scanner
-from ..diagnosis.descriptions import described_lines, is_log, match_description, related_entries
+from ..diagnosis.descriptions import described_lines, is_log, rank_descriptions
 from ..diagnosis.log_scanner import Scanner
 from ..diagnosis.models import Diagnosis
 from ..diagnosis.probe_judging import judge_probes, note_cleanup_after_failure
-from ..diagnosis.ranking import Verdict, choose_verdict, rank, separating_questions, with_descriptions
+from ..diagnosis.ranking import (
+    Verdict,
+    choose_verdict,
+    demote_recovered,
+    rank,
+    separating_questions,
+    with_descriptions,
+)
 from ..diagnosis.report_values import report_values
 from ..diagnosis.sources import (
     MAX_DIR_DEPTH,
     MAX_FILE_BYTES,
     MAX_FILES,
     MAX_TOTAL_BYTES,
+    LogFile,
+    LogFiles,
     collect_log_files,
     file_chunks,
     text_chunks,
@@ -113,7 +122,8 @@ class Result(ToolResult):
     verdict: Verdict = Field(
         description="failure_found: a blocker's exact message matched; blocker_found_by_probe: only a live check "
         "found one; hang_suspected: only stall signals; suspected_from_description: ranked from wording (confirm "
-        "with look_for, questions); no_known_failure: see unrecognized_errors"
+        "with look_for, questions); uncertain: two causes fit the wording about equally (questions[0] separates "
+        "them); no_known_failure: see unrecognized_errors"
     )
     findings: list[Diagnosis] = Field(description="Best first; each says how it matched")
     questions: list[str] = Field(
@@ -188,30 +198,29 @@ def _short(exc: Exception) -> str:
 # --------------------------------------------------------------------------------------------------------
 
 
-def _log_files(params: Params, ctx: RunContext) -> tuple[list[Path], int]:
-    """The log files to read (newest first) and how many were left out."""
+def _log_files(params: Params, ctx: RunContext) -> LogFiles:
+    """The log files to read (newest first), how many were left out and which were refused."""
     if not params.log_path:
-        return [], 0
+        return LogFiles()
     root = ctx.paths.check(params.log_path, kind="any", what="log_path")
     if not root.is_dir():
-        return [root], 0
-    files, omitted = collect_log_files(root, ctx)
-    if not files:
+        return LogFiles(files=[LogFile(root, os.stat(root).st_size)])
+    listed = collect_log_files(root, ctx)
+    if not listed.files:
         raise ToolInputError(
             "no_log_files",
-            f"log_path {params.log_path!r} is a directory without *.log/*.txt/*.out/*.err files "
-            f"(searched {MAX_DIR_DEPTH} levels deep)",
+            f"log_path {params.log_path!r} is a directory without readable *.log/*.txt/*.out/*.err files "
+            f"(searched {MAX_DIR_DEPTH} levels deep)" + (f"; {'; '.join(listed.notes[:3])}" if listed.notes else ""),
             "Pass the logs directory of the run (<work_dir>/<timestamp>/logs) or a log file.",
         )
-    return files, omitted
+    return listed
 
 
-def _scan(params: Params, ctx: RunContext, files: list[Path], omitted_files: int) -> tuple[Scanner, Scanned]:
+def _scan(params: Params, ctx: RunContext, listed: LogFiles) -> tuple[Scanner, Scanned]:
     """Stream the pasted text and the files through the signature scanner, within the byte budgets."""
-    sizes = [f.stat().st_size for f in files]
     text = params.text if params.text and params.text.strip() else ""
     text_bytes = len(text.encode("utf-8", "replace"))
-    total = sum(min(s, MAX_FILE_BYTES) for s in sizes) + text_bytes
+    total = sum(min(f.size, MAX_FILE_BYTES) for f in listed.files) + text_bytes
     done = 0
 
     def progress(n: int) -> None:
@@ -219,16 +228,18 @@ def _scan(params: Params, ctx: RunContext, files: list[Path], omitted_files: int
         done += n
         ctx.progress(done, max(total, done), "scanning logs")
 
-    scanner = Scanner(load_catalog(), EVIDENCE_CAP[params.detail], progress)
-    notes: list[str] = []
+    scanner = Scanner(load_catalog(), EVIDENCE_CAP[params.detail], progress, ctx.limits)
+    notes: list[str] = list(listed.notes)
     sources: list[str] = []
     if text:
         scanner.scan_bytes_stream("text", text_chunks(text), text_bytes)
         sources.append("text")
     budget = MAX_TOTAL_BYTES
     limit = log_scanner.FULL_SCAN_MAX_BYTES
-    exact = text_bytes <= limit and all(s <= limit for s in sizes)
-    for path, size in zip(files, sizes, strict=True):
+    exact = text_bytes <= limit and all(f.size <= limit for f in listed.files)
+    omitted_files = listed.omitted
+    for log in listed.files:
+        path, size = log.path, log.size
         if budget <= 0:
             omitted_files += 1
             continue
@@ -236,7 +247,7 @@ def _scan(params: Params, ctx: RunContext, files: list[Path], omitted_files: int
         if start:
             notes.append(f"{path}: read the last {(size - start) >> 20} MiB of {size >> 20} MiB")
         budget -= size - start
-        scanner.scan_bytes_stream(str(path), file_chunks(path, start), size - start, start_line=1)
+        scanner.scan_bytes_stream(str(path), file_chunks(ctx.paths, path, start, size - start), size - start)
         if start:  # line numbers are only known when the file is read from its start
             notes.append(f"{path}: line numbers count from byte {start}")
         sources.append(str(path))
@@ -284,8 +295,8 @@ def run(params: Params, ctx: RunContext) -> Result:
             "Nothing to diagnose: give `text` (a pasted error or log excerpt) and/or `log_path`.",
             "Paste the traceback or the last few hundred log lines into `text`, or pass the log file/directory.",
         )
-    files, omitted_files = _log_files(params, ctx)
-    scanner, scanned = _scan(params, ctx, files, omitted_files)
+    listed = _log_files(params, ctx)
+    scanner, scanned = _scan(params, ctx, listed)
     hints = scanner.backend_hints
     values: dict[str, Any] = {"nodes": None, **report_values(params.text)}
     values.update(data_path=params.data_path, config_path=params.config_path, log_path=params.log_path)
@@ -294,14 +305,9 @@ def run(params: Params, ctx: RunContext) -> Result:
     catalog = load_catalog()
     described = described_lines(params.text) if params.text else []
     described += [(n, t) for src, n, t, _c in scanner.unrecognized.values() if src != "text"]
-    diagnosed = with_descriptions(
-        catalog,
-        rank(catalog, scanner, values),
-        match_description(catalog, described),
-        values,
-        related_entries(catalog, described, from_log=bool(files) or is_log(params.text or "")),
-        described,
-    )
+    from_log = bool(listed.files) or is_log(params.text or "")
+    signature = demote_recovered(rank(catalog, scanner, values), scanner, params.text)
+    diagnosed = with_descriptions(catalog, signature, rank_descriptions(catalog, described, from_log), values, from_log)
     note_cleanup_after_failure(diagnosed)
     probes = _probes(params, ctx, diagnosed[: params.max_findings])
     probed = [(p.tool, f) for p in probes if p.status == "ok" for f in p.findings]
@@ -321,7 +327,7 @@ def run(params: Params, ctx: RunContext) -> Result:
         unrecognized_errors=unrec,
         unrecognized_errors_omitted=max(0, len(unrec_all) - len(unrec)),
         questions=separating_questions(catalog, shown, values)
-        if verdict in ("suspected_from_description", "no_known_failure", "blocker_found_by_probe")
+        if verdict in ("suspected_from_description", "uncertain", "no_known_failure", "blocker_found_by_probe")
         else [],
         probes=probes,
         route=_routes(shown, scanner),
@@ -346,9 +352,10 @@ def _routes(shown: list[Diagnosis], scanner: Scanner) -> list[Route]:
 
 
 DESCRIPTION = (
-    "Diagnoses a failed or stuck XTuner V1 RL run from pasted errors or a log file or dir: ranked "
-    "failure modes with confidence, evidence, cause, fixes, confirming tool calls and XTuner source; "
-    "unmatched errors listed. Follows chained and Ray-wrapped tracebacks.\n"
+    "Diagnoses a failed or stuck XTuner V1 RL run from pasted errors, a log file or dir, or a description in "
+    "words (English or Chinese): ranked failure modes with confidence, evidence, cause, fixes with the message's "
+    "numbers, confirming tool calls and XTuner source; unmatched errors listed. Follows chained and Ray-wrapped "
+    "tracebacks; says uncertain when two causes fit.\n"
     "Use when: a run crashed or hung and you have its error text or logs.\n"
     "Not for: before launch (preflight); a run still going or finished without a crash (inspect_run); "
     "general questions (lookup_reference)."

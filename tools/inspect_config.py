@@ -14,11 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..cluster.xtuner_install import BUILTIN, XtunerClasses, annotate, load_installed, package_dir
+from ..cluster.training_env import xtuner_source
+from ..cluster.xtuner_install import BUILTIN, XtunerClasses, annotate, load_installed
 from ..config_analysis.env_reads import EnvRead
 from ..config_analysis.report import CPUPool, ResourcePool, Setting, TaskInfo
 from ..config_analysis.rules import analyse, not_python_finding
-from ..core import RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
+from ..core import RunContext, ToolInputError, ToolResult, ToolSpec, open_guarded, params_model_config
 from ..core.findings import DEFAULT_LIST_CAP, Detail, Finding, cap, count_severities
 from ..launch.readiness import staged
 from ..planning.config_input import analyse_config
@@ -44,10 +45,11 @@ class Params(BaseModel):
         default=None,
         description="Planned env for os.environ reads (missing required: blocker); omitted: unresolved",
     )
-    xtuner: str | None = Field(
+    training_env: str | None = Field(
         default=None,
         max_length=4096,
-        description="XTuner to check against, not b934f46: training Python, checkout or package directory",
+        description="Check against this XTuner, not b934f46: env directory ($VIRTUAL_ENV/$CONDA_PREFIX) or XTuner "
+        "checkout; read, never run",
     )
     detail: Detail = Field(default="normal", description="normal: + settings, tasks, env vars; full: larger caps")
 
@@ -95,14 +97,14 @@ class Result(ToolResult):
 
 def _read_source(path: str, ctx: RunContext) -> tuple[str, str]:
     real = ctx.paths.check(path, kind="file", what="config path")
-    size = real.stat().st_size
-    if size > MAX_CONFIG_BYTES:
+    with open_guarded(ctx.paths, real, what="config path") as fh:
+        raw = fh.read(MAX_CONFIG_BYTES + 1)
+    if len(raw) > MAX_CONFIG_BYTES:
         raise ToolInputError(
             "config_too_large",
-            f"config file is {size} bytes; more than {MAX_CONFIG_BYTES} is not a config",
+            f"config file is larger than {MAX_CONFIG_BYTES} bytes: not a config",
             "Pass the RL config .py file.",
         )
-    raw = real.read_bytes()
     if b"\x00" in raw[:8192]:
         raise ToolInputError("config_binary", "config file looks binary (NUL bytes)", "Pass the RL config .py file.")
     return str(real), raw.decode("utf-8", errors="replace")
@@ -144,7 +146,7 @@ def run(params: Params, ctx: RunContext) -> Result:
             findings=[f],
         )
     real, source = _read_source(params.path, ctx)
-    rows, used = classes_for(params.xtuner)
+    rows, used = classes_for(params.training_env, ctx)
     with xc.use_table(rows):
         data = analyse(real, source, params.env)
     data["findings"] = staged(annotate(data["findings"], used, rows or xc.CLASSES))
@@ -159,12 +161,12 @@ def run(params: Params, ctx: RunContext) -> Result:
     return res
 
 
-def classes_for(xtuner: str | None) -> tuple[dict[str, xc.C] | None, XtunerClasses]:
-    """The class rows to check against: the installation named by ``xtuner``, else the built-in table."""
-    if xtuner is None:
+def classes_for(training_env: str | None, ctx: RunContext) -> tuple[dict[str, xc.C] | None, XtunerClasses]:
+    """The class rows to check against: the XTuner of ``training_env`` (read from its files), else b934f46's."""
+    if training_env is None:
         return None, BUILTIN
-    package, commit = package_dir(xtuner)
-    rows, used = load_installed(package, commit)
+    package, commit = xtuner_source(training_env, ctx.paths, ctx.limits)
+    rows, used = load_installed(package, commit, ctx.paths)
     return (rows if used.used == "installed" else None), used
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from ..cluster.ray_address import RayAccess
 from ..core import RunContext, ToolResult, ToolSpec, params_model_config
 from ..core.findings import Detail, Finding, cap, count_severities, dedupe_findings, sort_findings
 from ..diagnosis.models import Diagnosis
@@ -23,6 +24,7 @@ from ..runs.models import Learning, Outputs, Picture, Progress, RemoteLogs, RunS
 SERIES_POINTS: dict[str, int] = {"summary": 20, "normal": 60, "full": 240}
 EVIDENCE_CAP: dict[str, int] = {"summary": 1, "normal": 3, "full": 10}
 LOG_FINDINGS: dict[str, int] = {"summary": 3, "normal": 5, "full": 15}
+MAX_NOTES = 20
 
 
 class Params(BaseModel):
@@ -55,6 +57,7 @@ class LogScan(BaseModel):
     sources_omitted: int
     lines: int
     bytes: int
+    notes: list[str] = Field(default_factory=list, description="Log files refused (links out of the roots, FIFOs)")
 
 
 class Result(ToolResult):
@@ -83,22 +86,37 @@ class Result(ToolResult):
 
 
 def _read(params: Params, ctx: RunContext) -> tuple[analysis.Inputs, Any, Any]:
-    lay = layout.find_experiment(params.path, ctx.paths, params.experiment)
-    trk = tracker.load(lay.tracker_jsonl, lay.tracker_events)
-    logs = progress.read_logs(lay.rank_logs)
-    picked, omitted = gather.select_files(lay.train_files, params.max_trajectory_files, params.max_trajectory_mb << 20)
-    train = gather.scan_files(picked, ctx.progress, "reading train trajectories")
+    paths, limits = ctx.paths, ctx.limits
+    lay = layout.find_experiment(params.path, paths, params.experiment)
+    trk = tracker.load(lay.tracker_jsonl, lay.tracker_events, paths, limits)
+    logs = progress.read_logs(lay.rank_logs, paths, limits)
+    picked, omitted = gather.select_files(
+        lay.train_files, params.max_trajectory_files, params.max_trajectory_mb << 20, paths
+    )
+    train, train_notes = gather.scan_files(picked, ctx.progress, "reading train trajectories", paths, limits)
     eval_picked = sorted(lay.eval_files.items())[-gather.MAX_EVAL_FILES :]
-    evals = gather.scan_files(eval_picked, ctx.progress, "reading eval trajectories")
+    evals, eval_notes = gather.scan_files(eval_picked, ctx.progress, "reading eval trajectories", paths, limits)
     remote = None
     if params.ray_address:
-        remote = ray_logs.collect(params.ray_address, timeout_s=params.ray_timeout_s, environ=ctx.environ)
-    diag = log_diagnosis.diagnose(lay.exp_dir / "logs", remote.logs if remote else [], ctx, EVIDENCE_CAP[params.detail])
+        access = RayAccess.from_context(ctx)
+        remote = ray_logs.collect(params.ray_address, access=access, timeout_s=params.ray_timeout_s)
+    diag = log_diagnosis.diagnose(lay.logs_dir, remote.logs if remote else [], ctx, EVIDENCE_CAP[params.detail])
     failed = None
     if diag.verdict == "failure_found":
         top = next(d for d in diag.diagnoses if d.severity == "blocker")
         failed = f"{top.failure_mode_id}: {top.title}"
-    inp = analysis.Inputs(lay, trk, logs, train, evals, omitted, analysis.now(), failed)
+    inp = analysis.Inputs(
+        lay,
+        trk,
+        logs,
+        train,
+        evals,
+        omitted,
+        analysis.now(),
+        failed,
+        activity=analysis.read_activity(lay, paths),
+        notes=logs.notes + train_notes + eval_notes,
+    )
     return inp, diag, remote
 
 
@@ -137,9 +155,9 @@ def _outputs(inp: analysis.Inputs) -> Outputs:
         eval_trajectory_files=len(lay.eval_files),
         trace_enabled=lay.env.get("XTUNER_OTEL_ENABLED") == "1",
         otel_trace_files=[str(p) for p in lay.otel_traces[:10]],
-        otel_trace_bytes=sum(p.stat().st_size for p in lay.otel_traces if p.exists()),
+        otel_trace_bytes=lay.otel_trace_bytes,
         sandbox_trace_files=lay.sandbox_trace,
-        notes=(lay.notes + inp.tracker.notes)[:10],
+        notes=(lay.notes + inp.notes + inp.tracker.notes)[:MAX_NOTES],
     )
 
 
@@ -202,6 +220,7 @@ def run(params: Params, ctx: RunContext) -> Result:
             sources_omitted=srcs_om + diag.sources_omitted,
             lines=diag.lines,
             bytes=diag.bytes,
+            notes=diag.notes[:MAX_NOTES],
         ),
         remote_logs=_remote_model(remote),
         series=series,

@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 
 from ..cluster.env import Backend
 from ..cluster.fit import RayNeed, expected_from, ray_need
-from ..cluster.interpreter import resolve_python
-from ..cluster.packages import PackagesReport, check_packages
+from ..cluster.packages import PackagesReport, training_packages
+from ..cluster.ray_address import RayAccess
 from ..core import Detail, RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
 from ..core.findings import DEFAULT_LIST_CAP, Finding, cap, count_severities
 from ..launch import readiness
@@ -66,12 +66,10 @@ class Params(BaseModel):
         default="auto",
         description="plan_starts_ray: the script starts Ray; running: must be up; auto: running if an address is set",
     )
-    python: str | None = Field(
-        default=None,
-        max_length=4096,
-        description="Training interpreter (packages, config classes); default this server's",
+    training_env: str | None = Field(
+        default=None, max_length=4096, description=probe_environment.TRAINING_ENV_HELP + "; default this server's"
     )
-    python_prefix: str | None = Field(default=None, max_length=4096, description="Or its venv/conda prefix")
+    run_interpreter: bool = Field(default=False, description=probe_environment.RUN_INTERPRETER_HELP)
     detail: Detail = Field(
         default="normal",
         description="normal: + checks, command; full: + results, script",
@@ -176,6 +174,8 @@ def task_data(inspect_result: Any, role: str) -> tuple[str | None, str]:
 
 def run(params: Params, ctx: RunContext) -> Result:
     """inspect_config, check_reward_data (train, eval), probe_environment and build_rl_command, then one verdict."""
+    if params.probe_cluster:
+        RayAccess.from_context(ctx).refuse_early(params.ray_address)
     paths = {
         "MODEL_PATH": params.model_path,
         "DATA_PATH": params.data_path,
@@ -184,13 +184,18 @@ def run(params: Params, ctx: RunContext) -> Result:
     }
     env, added, backend = readiness.planned_env(paths, params.backend, params.env)
     mode = cluster_mode(params, env)
-    python = resolve_python(params.python, params.python_prefix)
-    pkgs = check_packages(python, 20.0) if python is not None else None
+    pkgs = (
+        training_packages(params.training_env, ctx, run_interpreter=params.run_interpreter, timeout=20.0)
+        if params.training_env is not None
+        else None
+    )
     xt = pkgs.xtuner.location if pkgs is not None and pkgs.xtuner is not None and pkgs.xtuner.v1_rl else None
     r = Runner(ctx, total=5)
     insp = r.run(
         "inspect_config",
-        lambda c: inspect_config.run(inspect_config.Params(path=params.config, env=env, detail="full", xtuner=xt), c),
+        lambda c: inspect_config.run(
+            inspect_config.Params(path=params.config, env=env, detail="full", training_env=xt), c
+        ),
         "config_edit",
     )
     _check_data(r, params, insp, env)
@@ -198,9 +203,10 @@ def run(params: Params, ctx: RunContext) -> Result:
     if backend is None and probe is not None:
         installed = {i.name for i in probe.packages.items if i.installed} if probe.packages else set()
         if not installed & {"lmdeploy", "sglang"}:
-            where = "the training Python" if python is not None else "this server's Python"
+            where = "the training environment" if pkgs is not None else "this server's Python"
             r.findings.append(("probe_environment", readiness.no_backend_finding("xtuner" in installed, where)))
-    build = _build(r, params, insp, env, backend)
+    python_word = pkgs.python.executable if pkgs is not None and pkgs.python is not None else None
+    build = _build(r, params, insp, env, backend, python_word)
     ctx.progress(float(r.total), float(r.total), "done")
 
     merged = readiness.staged(readiness.merge(r.findings, set(r.results)))
@@ -268,8 +274,7 @@ def _probe(
                 env=env,
                 model_path=params.model_path,
                 expected=expected if params.probe_cluster and mode == "running" else None,
-                python=params.python,
-                python_prefix=params.python_prefix,
+                training_env=params.training_env,
             ),
             c,
             packages_report=pkgs,
@@ -285,8 +290,11 @@ def _probe(
     return probe, need
 
 
-def _build(r: Runner, params: Params, insp: Any, env: dict[str, str], backend: str | None) -> Any:
-    """build_rl_command for the planned env, once a backend is chosen."""
+def _build(
+    r: Runner, params: Params, insp: Any, env: dict[str, str], backend: str | None, python_word: str | None
+) -> Any:
+    """build_rl_command for the planned env, once a backend is chosen; its command runs the training env's
+    ``<prefix>/bin/python`` when one was given (the word is written into the script, never run here)."""
     if backend is None:
         r.skip("build_rl_command", "no backend chosen")
         return None
@@ -308,6 +316,7 @@ def _build(r: Runner, params: Params, insp: Any, env: dict[str, str], backend: s
                 work_dir=env.get("WORK_DIR"),
                 num_workers=workers,
                 extra_env=extra,
+                **({"python": python_word} if python_word else {}),
             ),
             c,
         ),

@@ -3,8 +3,9 @@
 Half of the failures of an XTuner V1 RL run are environmental: no Ray cluster, too few free CPUs or too little Ray
 memory for XTuner's own checks, no or several backend flags, a missing backend package, no ``otelcol`` while
 tracing is on. This tool looks instead of guessing, and only looks: packages are found through their metadata (no
-heavy import) — in this server's Python or, given ``python``/``python_prefix``, in the training interpreter, which
-runs ``cluster.probe_child`` in a subprocess with a timeout — the Ray cluster is read by ``cluster.ray.probe_cluster`` (no driver, no job, no files), and
+heavy import) — in this server's Python or, given ``training_env``, in the training environment, whose files
+``cluster.training_env`` reads (its interpreter runs only if the operator allowed it and ``run_interpreter`` asks) —
+the Ray cluster is read by ``cluster.ray.probe_cluster`` (no driver, no job, no files), and
 ``nvidia-smi`` is run with a timeout. Everything it says about XTuner cites ``InternLM/xtuner@b934f46``.
 """
 
@@ -20,10 +21,11 @@ from ..cluster import packages
 from ..cluster.accelerators import AcceleratorsReport, accelerator_findings, check_accelerators
 from ..cluster.env import EnvReport, check_env, env_findings
 from ..cluster.fit import Expected, FitReport, evaluate_fit, fit_findings, fit_headline
-from ..cluster.interpreter import PythonEnv, XtunerInstall, resolve_python
+from ..cluster.interpreter import PythonEnv, XtunerInstall
 from ..cluster.packages import BinaryInfo, PackagesReport
 from ..cluster.paths import ModelReport, PathInfo, check_model, model_findings, path_findings, path_info
 from ..cluster.ray import RaySnapshot, probe_cluster
+from ..cluster.ray_address import RayAccess
 from ..cluster.ray_findings import cluster_context_findings, ray_findings
 from ..core import Detail, RunContext, ToolResult, ToolSpec, params_model_config
 from ..core.findings import DEFAULT_LIST_CAP, Finding, cap, count_severities, dedupe_findings
@@ -33,6 +35,8 @@ Check = Literal["packages", "binaries", "env", "accelerators", "ray", "paths", "
 ALL_CHECKS: tuple[str, ...] = ("packages", "binaries", "env", "accelerators", "ray", "paths", "model")
 #: Names the failure-mode catalog uses in its confirm_with hints.
 CHECK_ALIASES: dict[str, tuple[str, ...]] = {"backend": ("packages", "env"), "gpu": ("accelerators",)}
+TRAINING_ENV_HELP = "Training env directory ($VIRTUAL_ENV/$CONDA_PREFIX) or its bin/python; read, never run"
+RUN_INTERPRETER_HELP = "Also run its Python to confirm (only if the operator allowed it: --allow-python)"
 
 
 class Params(BaseModel):
@@ -49,10 +53,8 @@ class Params(BaseModel):
     timeout_s: float = Field(default=5.0, ge=0.5, le=60, description="Bound for the Ray probe")
     expected: Expected | None = Field(default=None)
     env: dict[str, str] | None = Field(default=None, description="Planned env, read INSTEAD of the server's")
-    python: str | None = Field(
-        default=None, max_length=4096, description="Training interpreter to probe in; default this server's"
-    )
-    python_prefix: str | None = Field(default=None, max_length=4096, description="Or its venv/conda prefix")
+    training_env: str | None = Field(default=None, max_length=4096, description=TRAINING_ENV_HELP)
+    run_interpreter: bool = Field(default=False, description=RUN_INTERPRETER_HELP)
     paths: list[str] = Field(default_factory=list, max_length=50)
     model_path: str | None = Field(
         default=None, max_length=4096, description="Checked for config.json; default MODEL_PATH"
@@ -71,7 +73,7 @@ class Result(ToolResult):
     counts: dict[str, int] = Field(description="Findings per severity")
     findings: list[Finding]
     findings_omitted: int = 0
-    python: PythonEnv | None = Field(default=None, description="The interpreter whose packages were probed")
+    python: PythonEnv | None = Field(default=None, description="The Python environment whose packages were reported")
     xtuner: XtunerInstall | None = Field(
         default=None, description="Its XTuner: location, V1 RL files, install kind, commit"
     )
@@ -106,12 +108,7 @@ def _summary(result: Result) -> str:
     if first:
         parts.append(f"first blocker{f' (at {first.stage})' if first.stage else ''}: {first.title}")
     if result.python is not None and result.python.target == "training":
-        xt = result.xtuner
-        parts.append(
-            f"training Python {result.python.python_version or '?'}: "
-            + (f"xtuner {'with' if xt.v1_rl else 'WITHOUT'} V1 RL at {xt.location}" if xt else "no xtuner")
-            + (f" @ {xt.git_commit[:12]}" if xt and xt.git_commit else "")
-        )
+        parts.append(_training_line(result.python, result.xtuner))
     if result.ray is not None:
         r = result.ray
         if r.auth_required:
@@ -129,6 +126,19 @@ def _summary(result: Result) -> str:
     return "; ".join(parts)
 
 
+def _training_line(python: PythonEnv, xt: XtunerInstall | None) -> str:
+    """The training environment in one phrase: Python, how it was learned, and its XTuner."""
+    if xt is None:
+        xtuner = "no xtuner"
+    elif xt.v1_rl is None:
+        xtuner = f"xtuner at {xt.location} (outside the allowed roots, not read)"
+    else:
+        xtuner = f"xtuner {'with' if xt.v1_rl else 'WITHOUT'} V1 RL at {xt.location}"
+    commit = f" @ {xt.git_commit[:12]}" if xt and xt.git_commit else ""
+    how = "read from its files" if python.learned_from == "read" else "confirmed by running it"
+    return f"training Python {python.python_version or '?'} ({how}): {xtuner}{commit}"
+
+
 def run(params: Params, ctx: RunContext, packages_report: PackagesReport | None = None) -> Result:
     """Run the selected checks in a fixed order, then rank (severity, then the stage that fires first), count and cap
     the findings. ``packages_report``: packages a caller (preflight) already probed in the same interpreter."""
@@ -144,9 +154,9 @@ def run(params: Params, ctx: RunContext, packages_report: PackagesReport | None 
 
     if "env" in checks or "packages" in checks:
         res.env = check_env(environ, evaluated, ctx.paths)
-    findings = _machine(params, checks, environ, res, progress, packages_report)
+    findings = _machine(params, ctx, checks, environ, res, progress, packages_report)
     if "ray" in checks:
-        findings += _cluster(params, checks, environ, res)
+        findings += _cluster(params, ctx, checks, res)
         progress("ray")
     findings += _paths(params, ctx, checks, environ, res, progress)
     if "env" not in checks:
@@ -162,6 +172,7 @@ def run(params: Params, ctx: RunContext, packages_report: PackagesReport | None 
 
 def _machine(
     params: Params,
+    ctx: RunContext,
     checks: list[str],
     environ: Mapping[str, str],
     res: Result,
@@ -170,12 +181,12 @@ def _machine(
 ) -> list[Finding]:
     """Packages, binaries, env and accelerators of this machine (or of the planned env)."""
     findings: list[Finding] = []
-    python = resolve_python(params.python, params.python_prefix)
-    if "packages" in checks:
-        timeout = max(2.0, params.timeout_s * 2)
-        res.packages = given or (packages.check_packages(python, timeout) if python else packages.check_packages())
-        res.python, res.xtuner = res.packages.python, res.packages.xtuner
-        findings += packages.package_findings(res.packages, res.env, params.expected)
+    report = given or (_packages(params, ctx) if "packages" in checks or params.training_env else None)
+    if report is not None:  # the training env (for its bin/) is read even when its packages are not asked for
+        res.python, res.xtuner = report.python, report.xtuner
+    if "packages" in checks and report is not None:
+        res.packages = report
+        findings += packages.package_findings(report, res.env, params.expected)
         progress("packages")
     if "binaries" in checks:
         scripts = res.python.scripts_dir if res.python and res.python.target == "training" else None
@@ -192,9 +203,18 @@ def _machine(
     return findings
 
 
-def _cluster(params: Params, checks: list[str], environ: Mapping[str, str], res: Result) -> list[Finding]:
+def _packages(params: Params, ctx: RunContext) -> PackagesReport:
+    """The training environment's packages (read; run only as the operator allows), else this server's own."""
+    if params.training_env is None:
+        return packages.check_packages()
+    timeout = max(2.0, params.timeout_s * 2)
+    return packages.training_packages(params.training_env, ctx, run_interpreter=params.run_interpreter, timeout=timeout)
+
+
+def _cluster(params: Params, ctx: RunContext, checks: list[str], res: Result) -> list[Finding]:
     """The live Ray cluster, and whether the expected run shape fits what it has available."""
-    res.ray = probe_cluster(params.ray_address, environ=environ, timeout_s=params.timeout_s)
+    access = RayAccess.from_context(ctx)
+    res.ray = probe_cluster(params.ray_address, access=access, client_environ=params.env, timeout_s=params.timeout_s)
     findings = ray_findings(res.ray, params.expected)
     findings += cluster_context_findings(res.ray, res.env if "env" in checks else None)
     if params.expected is not None:
@@ -256,8 +276,8 @@ def _needed(res: Result) -> set[str]:
 
 
 DESCRIPTION = (
-    "Live, read-only look at what an XTuner V1 RL run will meet: packages in this or the training Python "
-    "(XTuner, Ray, backends), binaries, XTUNER_USE_* flags, paths, GPUs, the Ray cluster (free "
+    "Live, read-only look at what an XTuner V1 RL run will meet: packages of this server's Python or of the "
+    "training env (XTuner, Ray, backends; read from its files), binaries, XTUNER_USE_* flags, paths, GPUs, the Ray cluster (free "
     "resources, pending groups) and whether a run shape fits. Never starts or joins Ray.\n"
     "Use when: is Ray up and big enough, is the backend installed and flagged?\n"
     "Not for: planning (choose_topology), a config (inspect_config), data (check_reward_data), go/no-go "
