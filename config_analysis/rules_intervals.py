@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..xtuner_rules.intervals import interval_fix
 from .field_values import field_val, lit
 from .rule_context import Ctx, env_note
 from .values import Obj
@@ -204,7 +205,7 @@ def check_intervals(tf: TrainerFields) -> None:
                 f"{n}={v} must be a multiple of sync_weights_interval={s}, because checkpoint/HF saves only run on "
                 "weight-sync steps.",
                 n,
-                f"Use {n}={max(s, v - v % s)} (a multiple of {s}).",
+                interval_fix(n, v, s),
                 src="xtuner/v1/train/rl_trainer.py:313-317",
             )
     check_evaluate_step(tf, s)
@@ -234,6 +235,6 @@ def check_evaluate_step(tf: TrainerFields, s: int) -> None:
                     f"evaluate_step={e} must be a multiple of sync_weights_interval={s}, because evaluation only runs "
                     "on weight-sync steps.",
                     "evaluate_step" if "evaluate_step" in tf.t.kwargs else "sync_weights_interval",
-                    f"Set evaluate_step to a multiple of {s} (e.g. {s * max(1, e // s)}), or enable_evaluate=False.",
+                    interval_fix("evaluate_step", e, s),
                     src="xtuner/v1/train/rl_trainer.py:322-326",
                 )

@@ -1,10 +1,19 @@
 """Ranking catalog entries by how a failure is described: prose, partial logs, Chinese, other stacks' wording.
 
-Every catalog entry lists ``phrases``. A report is normalised once (``knowledge.text``); a phrase matches when its
-words occur in a row (Chinese: as a substring). A phrase weighs more when few entries share it (inverse entry
-frequency) and when it is longer; an entry's score adds its matched phrases with diminishing returns, so one
-specific phrase beats many generic ones. Only lines a person wrote or an error/warning line take part: INFO and
-DEBUG log lines describe a healthy run as much as a broken one.
+Two signals, added per entry:
+
+- phrases: every catalog entry lists ``phrases``; a phrase matches when its words occur in a row (Chinese: as a
+  substring). A phrase weighs more when few entries share it and when it is longer; an entry adds its matched
+  phrases with diminishing returns, so one specific phrase beats many generic ones.
+- retrieval: BM25 (``bm25s``) over each entry's title, phrases, messages and cause, with Snowball stems and jieba
+  words (``knowledge.text.retrieval_terms``); Chinese runs of the report also bring their glossary English. Rare,
+  telling words (a package, a backend, an error class) weigh most; words of every report (XTuner, GRPO, training,
+  error ...) weigh nothing.
+
+An entry then gains a share of its category's other scores: several entries of one area that all fit say more
+than one. The constants below were chosen by 5-fold cross-validation on the development part of the real-report
+corpus (``python bench/real_reports.py --cv``). Only lines a person wrote or an error/warning line take part: INFO
+and DEBUG log lines describe a healthy run as much as a broken one.
 """
 
 from __future__ import annotations
@@ -14,15 +23,28 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..knowledge.text import contains_phrase, is_cjk, normalise, terms
+from ..knowledge.search import translate_cjk
+from ..knowledge.text import CJK_RUNS, contains_phrase, is_cjk, normalise, retrieval_terms
 from .log_lines import clean_line
 
 #: Characters of pasted text matched by description (head and tail kept: the failure is usually at the end).
 MAX_DESCRIBED_CHARS = 256 * 1024
-#: Least word-overlap score that makes an entry a lead: two or three rare shared words, not one common one.
-MIN_RELATED = 4.0
 #: Each further matched phrase of one entry counts this much less than the previous one.
 DECAY = 0.6
+#: BM25 term-frequency saturation and length normalisation (Lucene's defaults won the cross-validation).
+BM25_K1 = 1.2
+BM25_B = 0.75
+#: What a shared word is worth in each part of an entry.
+FIELD_WEIGHTS: dict[str, float] = {"title": 1.0, "phrases": 1.0, "examples": 1.0, "cause": 0.5}
+#: The retrieval score's weight next to the phrase score.
+RETRIEVAL_WEIGHT = 0.25
+#: Share of the other scores of its category that an entry gains.
+CATEGORY_SHARE = 0.1
+#: Telling words a report must share with an entry before retrieval alone makes it a lead.
+MIN_SHARED_WORDS = 2
+#: Leads kept, and the least share of the best score a lead needs.
+MAX_LEADS = 8
+RELATIVE_FLOOR = 0.3
 _QUIET_LEVELS = frozenset({"INFO", "DEBUG", "TRACE", "SUCCESS", "NOTICE"})
 
 
@@ -36,21 +58,17 @@ class Phrase:
 
 @dataclass
 class DescriptionMatch:
-    """One entry whose phrases occur in the report."""
+    """One entry the description points to: the phrases of it that occur, or the line that shares its words."""
 
     failure_mode_id: str
     score: float
     phrases: list[Phrase] = field(default_factory=list)
-    lines: list[tuple[int, str, str]] = field(default_factory=list)  # (line number, line text, phrase)
+    lines: list[tuple[int, str, str]] = field(default_factory=list)  # (line number, line text, phrase or shared words)
 
 
 @dataclass(frozen=True)
 class PhraseIndex:
     by_entry: dict[str, tuple[Phrase, ...]]
-    #: Bag-of-words side: term -> [(entry id, weight)], for reports whose wording no phrase covers exactly.
-    postings: dict[str, tuple[tuple[str, float], ...]]
-    #: The same weights by entry: entry id -> {term: weight}.
-    entry_terms: dict[str, dict[str, float]]
 
 
 #: One index per catalog object; the object is kept with it, so a recycled id() can never return a stale index.
@@ -62,7 +80,7 @@ def phrase_index(catalog: Any) -> PhraseIndex:
     cached = _INDEX.get(id(catalog))
     if cached is not None and cached[0] is catalog:
         return cached[1]
-    normalised = {fm.id: {normalise(p): p for p in fm.phrases if normalise(p).strip()} for fm in catalog.entries}
+    normalised = {fm.id: {normalise(p): p for p in fm.phrases if _telling(normalise(p))} for fm in catalog.entries}
     df: dict[str, int] = {}
     for forms in normalised.values():
         for norm in forms:
@@ -83,24 +101,18 @@ def phrase_index(catalog: Any) -> PhraseIndex:
             weight = math.log(1.0 + n / df[norm]) * length
             phrases.append(Phrase(raw, norm, words, weight))
         by_entry[fm_id] = tuple(sorted(phrases, key=lambda p: -p.weight))
-    postings = _postings(catalog)
-    entry_terms: dict[str, dict[str, float]] = {}
-    for t, posts in postings.items():
-        for e, w in posts:
-            entry_terms.setdefault(e, {})[t] = w
-    idx = PhraseIndex(by_entry, postings, entry_terms)
+    idx = PhraseIndex(by_entry)
     _INDEX[id(catalog)] = (catalog, idx)
     return idx
 
 
-#: Words that say something is wrong without saying what: they let weak word-overlap leads through.
-_TROUBLE = frozenset(
-    normalise(
-        "error exception traceback fail failed failure crash crashed hang hung stuck freeze frozen killed oom "
-        "timeout timed abort aborted cannot can't unable refused denied invalid missing broken wrong nan inf "
-        "segfault segmentation died dead slow never zero always"
-    ).split()
+#: Words that say something is wrong without saying what: a log without any takes no part in retrieval.
+_TROUBLE_TEXT = (
+    "error exception traceback fail failed failure crash crashed hang hung stuck freeze frozen killed oom "
+    "timeout timed abort aborted cannot can't unable refused denied invalid missing broken wrong nan inf "
+    "segfault segmentation died dead slow never zero always"
 )
+_TROUBLE = frozenset(normalise(_TROUBLE_TEXT).split())
 _TROUBLE_ZH = (
     "报错",
     "错误",
@@ -120,83 +132,171 @@ _TROUBLE_ZH = (
 )
 
 #: Words that say nothing about which failure it is.
-_STOP = frozenset(
-    normalise(
-        "the a an and or of to in on at for with by from is are was were be been it this that these those not no "
-        "when while after before can cannot can't could would should will do does did have has had my our your i we "
-        "you they he she its as if then than so but also only just all any some more most very into out up down "
-        "error errors fail failed failure run runs running training train model use using used get got issue bug "
-        "problem help please thanks hi hello question how why what which work works working line file "
-        "报错 问题 错误 失败 训练 模型 请问 谢谢 运行 使用"
-    ).split()
+_STOP_TEXT = (
+    "the a an and or of to in on at for with by from is are was were be been it this that these those not no "
+    "when while after before can cannot can't could would should will do does did have has had my our your i we "
+    "you they he she its as if then than so but also only just all any some more most very into out up down "
+    "error errors fail failed failure run runs running training train model use using used get got issue bug "
+    "problem help please thanks hi hello question how why what which work works working line file "
+    "报错 问题 错误 失败 训练 模型 请问 谢谢 运行 使用"
+)
+_STOP = frozenset(normalise(_STOP_TEXT).split())
+
+
+def _telling(norm: str) -> bool:
+    """A phrase that names something: not made only of words every report uses (a phrase like that is no lead)."""
+    words = norm.split()
+    return bool(words) and not all(w in _STOP for w in words)
+
+
+#: Words of every report (besides _STOP): they name the stack, not the failure.
+_GENERIC_WORDS = (
+    "xtuner grpo rl ppo dapo verl rlhf trainer train training model models run running job script code issue bug "
+    "question help please thanks hi hello describe reproduce reproduction environment expected behavior behaviour "
+    "version versions python env using latest following here there below above following step steps output log logs "
+    "报错 问题 错误 失败 训练 模型 请问 谢谢 运行 使用 出现 如下 日志 代码 版本 环境 复现 描述"
 )
 
 
-def _useful(term: str) -> bool:
-    """A word that can tell failures apart: not a stopword, not a bare number, not a generic trouble word."""
-    return len(term) > 1 and not term.isdigit() and term not in _STOP and term not in _TROUBLE
+@dataclass(frozen=True)
+class RetrievalIndex:
+    """BM25 over the fields of every entry, one model per field, plus what evidence lines need."""
+
+    ids: tuple[str, ...]
+    #: (field weight, bm25s model, term -> term id) per field
+    fields: tuple[tuple[float, Any, dict[str, int]], ...]
+    #: terms that never take part: stopwords and the words of every report
+    generic: frozenset[str]
+    #: terms that say something is wrong without saying what (they count in BM25, not towards MIN_SHARED_WORDS)
+    trouble: frozenset[str]
+    #: entry id -> its terms with their rarity across entries, to show which words a line shares with an entry
+    entry_terms: dict[str, dict[str, float]]
 
 
-def _entry_terms(fm: Any) -> dict[str, float]:
-    """Terms of an entry and how much each says about it: phrases and title most, cause and messages less."""
-    weighted: dict[str, float] = {}
-    parts = [(" ".join(fm.phrases), 2.0), (fm.title, 1.5), (" ".join(fm.examples), 1.0), (fm.cause, 0.5)]
-    for text, w in parts:
-        for t in terms(text):
-            if _useful(t):
-                weighted[t] = max(weighted.get(t, 0.0), w)
-    return weighted
+_RETRIEVAL: dict[int, tuple[Any, RetrievalIndex]] = {}
 
 
-def _postings(catalog: Any) -> dict[str, tuple[tuple[str, float], ...]]:
-    per_entry = {fm.id: _entry_terms(fm) for fm in catalog.entries}
+def _entry_field_text(fm: Any) -> dict[str, str]:
+    return {
+        "title": fm.title,
+        "phrases": "\n".join(fm.phrases),
+        "examples": "\n".join(fm.examples),
+        "cause": fm.cause,
+    }
+
+
+def retrieval_index(catalog: Any) -> RetrievalIndex:
+    """The BM25 models of a catalog, built once per catalog object (bm25s, with numpy, loads here)."""
+    cached = _RETRIEVAL.get(id(catalog))
+    if cached is not None and cached[0] is catalog:
+        return cached[1]
+    import bm25s
+
+    generic = frozenset(retrieval_terms(f"{_STOP_TEXT} {_GENERIC_WORDS}"))
+    entries = catalog.entries
+    texts = [_entry_field_text(fm) for fm in entries]
+    fields = []
+    per_entry: list[set[str]] = [set() for _ in entries]
+    for name, weight in FIELD_WEIGHTS.items():
+        vocab: dict[str, int] = {}
+        docs = []
+        for i, t in enumerate(texts):
+            words = [w for w in retrieval_terms(t[name]) if w not in generic]
+            per_entry[i].update(words)
+            docs.append([vocab.setdefault(w, len(vocab)) for w in words])
+        model = bm25s.BM25(k1=BM25_K1, b=BM25_B)
+        model.index(bm25s.tokenization.Tokenized(ids=docs, vocab=vocab), show_progress=False)
+        fields.append((weight, model, vocab))
     df: dict[str, int] = {}
-    for ts in per_entry.values():
-        for t in ts:
-            df[t] = df.get(t, 0) + 1
-    n = max(1, len(per_entry))
-    out: dict[str, list[tuple[str, float]]] = {}
-    for fm_id, ts in per_entry.items():
-        norm = math.sqrt(len(ts)) or 1.0  # long entries do not win by size
-        for t, w in ts.items():
-            idf = math.log(1.0 + n / df[t])
-            out.setdefault(t, []).append((fm_id, w * idf * idf / norm))
-    return {t: tuple(v) for t, v in out.items()}
+    for ts in per_entry:
+        for w in ts:
+            df[w] = df.get(w, 0) + 1
+    n = len(entries)
+    entry_terms = {fm.id: {w: math.log(1.0 + n / df[w]) for w in ts} for fm, ts in zip(entries, per_entry, strict=True)}
+    trouble = frozenset(retrieval_terms(_TROUBLE_TEXT))
+    idx = RetrievalIndex(tuple(fm.id for fm in entries), tuple(fields), generic, trouble, entry_terms)
+    _RETRIEVAL[id(catalog)] = (catalog, idx)
+    return idx
 
 
-def related_entries(
-    catalog: Any, lines: Iterable[tuple[int, str]], from_log: bool = False, limit: int = 8
-) -> list[tuple[str, float]]:
-    """Entries whose words the report shares, weighted by rarity: the weak signal behind phrase matches.
+def _query_terms(idx: RetrievalIndex, lines: list[tuple[int, str]]) -> list[str]:
+    """Distinct telling terms of the lines; Chinese runs add their glossary English (the entries are in English)."""
+    text = "\n".join(t for _, t in lines)
+    english = " ".join(w for run in CJK_RUNS.findall(text) for w in translate_cjk(run))
+    return [t for t in dict.fromkeys(retrieval_terms(f"{text}\n{english}")) if t not in idx.generic]
 
-    A person describing a run is describing a problem; a log is only taken to report one when a line says
-    something went wrong, so a healthy log raises no suspicion.
-    """
-    lines = list(lines)
-    if from_log and not reports_trouble(lines):
-        return []
-    postings = phrase_index(catalog).postings
-    seen = {t for _, text in lines for t in terms(text) if _useful(t)}
-    scores: dict[str, float] = {}
-    for t in seen:
-        for fm_id, w in postings.get(t, ()):
-            scores[fm_id] = scores.get(fm_id, 0.0) + w
-    ranked = sorted(((k, v) for k, v in scores.items() if v >= MIN_RELATED), key=lambda kv: (-kv[1], kv[0]))
-    return ranked[:limit]
+
+def retrieval_scores(catalog: Any, lines: Iterable[tuple[int, str]]) -> dict[str, float]:
+    """BM25 score of every entry that shares a telling word with the lines (fields weighted and added)."""
+    idx = retrieval_index(catalog)
+    query = _query_terms(idx, list(lines))
+    total: Any = None
+    for weight, model, vocab in idx.fields:
+        ids = [vocab[t] for t in query if t in vocab]
+        if ids:
+            part = weight * model.get_scores(ids)
+            total = part if total is None else total + part
+    if total is None:
+        return {}
+    # One shared word is no lead (division/divisible share a stem; a report may name one rare thing in passing):
+    # an entry needs two telling words of the report, besides words that only say something is wrong.
+    telling = [t for t in query if t not in idx.trouble]
+    return {
+        fm_id: float(v)
+        for fm_id, v in zip(idx.ids, total.tolist(), strict=True)
+        if v > 0 and sum(t in idx.entry_terms[fm_id] for t in telling) >= MIN_SHARED_WORDS
+    }
 
 
 def shared_words_line(catalog: Any, lines: Iterable[tuple[int, str]], fm_id: str) -> tuple[int, str, str] | None:
-    """The line that shares the most weight of words with an entry, and those words (evidence for a weak lead)."""
-    weights = phrase_index(catalog).entry_terms.get(fm_id, {})
+    """The line that shares the rarest words with an entry, and those words (evidence for a retrieval lead)."""
+    idx = retrieval_index(catalog)
+    weights = idx.entry_terms.get(fm_id, {})
     best: tuple[float, int, str, list[str]] | None = None
     for n, text in lines:
-        shared = sorted({t for t in terms(text) if t in weights and _useful(t)}, key=lambda t: -weights[t])
+        shared = sorted({t for t in retrieval_terms(text) if t in weights}, key=lambda t: -weights[t])
         score = sum(weights[t] for t in shared)
         if shared and (best is None or score > best[0]):
             best = (score, n, text, shared)
     if best is None:
         return None
     return best[1], best[2], "shared words: " + ", ".join(best[3][:6])
+
+
+def rank_descriptions(catalog: Any, lines: Iterable[tuple[int, str]], from_log: bool = False) -> list[DescriptionMatch]:
+    """Entries by phrase matches plus retrieval score plus a share of their category, best first.
+
+    A person describing a run is describing a problem; a log only takes part in retrieval when a line says
+    something went wrong, so a healthy log raises no suspicion.
+    """
+    lines = list(lines)
+    phrased = {m.failure_mode_id: m for m in match_description(catalog, lines)}
+    scores = {fm_id: m.score for fm_id, m in phrased.items()}
+    if lines and (not from_log or reports_trouble(lines)):
+        for fm_id, s in retrieval_scores(catalog, lines).items():
+            scores[fm_id] = scores.get(fm_id, 0.0) + RETRIEVAL_WEIGHT * s
+    by_category: dict[str, float] = {}
+    for fm_id, s in scores.items():
+        cat = catalog.by_id[fm_id].category
+        by_category[cat] = by_category.get(cat, 0.0) + s
+    combined = {
+        fm_id: s + CATEGORY_SHARE * (by_category[catalog.by_id[fm_id].category] - s) for fm_id, s in scores.items()
+    }
+    ranked = sorted(combined.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_LEADS]
+    if not ranked:
+        return []
+    best = ranked[0][1]
+    out = []
+    for fm_id, score in ranked:
+        if score < RELATIVE_FLOOR * best:
+            break
+        m = phrased.get(fm_id)
+        if m is not None:
+            out.append(DescriptionMatch(fm_id, round(score, 3), m.phrases, m.lines))
+            continue
+        line = shared_words_line(catalog, lines, fm_id)
+        out.append(DescriptionMatch(fm_id, round(score, 3), [], [line] if line else []))
+    return out
 
 
 def is_log(text: str) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .log_scanner import Scanner
 from .models import Diagnosis
+from .ranking import competing
 
 
 def summarize(verdict: str, shown: list[Diagnosis], total: int, scanner: Scanner, unrec: int) -> str:
@@ -22,6 +23,12 @@ def summarize(verdict: str, shown: list[Diagnosis], total: int, scanner: Scanner
     probe_note = f"; live checks: {len(probed)} blocker(s), first {probed[0].failure_mode_id}" if probed else ""
     if verdict == "no_known_failure":
         return f"No known XTuner RL failure matched; see questions for what to look for; {tail}."
+    if verdict == "uncertain":
+        pair = competing(shown)
+        ids = " and ".join(f"{d.failure_mode_id} ({d.confidence:.2f})" for d in pair or shown[:2])
+        return (
+            f"Uncertain: {ids} fit the report about equally; the first question tells them apart{probe_note}; {tail}."
+        )
     if verdict == "suspected_from_description":
         suspects = [d for d in shown if d.match == "description"] or shown
         ids = ", ".join(f"{d.failure_mode_id} ({d.confidence:.2f})" for d in suspects[:3])

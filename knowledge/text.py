@@ -4,11 +4,16 @@ Latin text is lower-cased, split on anything that is not a letter or digit (so `
 ``--tp`` and ``expert-parallel`` become words) and lightly stemmed; Chinese (CJK) runs are kept whole for substring
 matching and cut into character bigrams for bag-of-words scoring. No dictionary, no model: cheap enough to run on
 every pasted report.
+
+``retrieval_terms`` is the tokenizer of ranked retrieval (diagnose_symptom's BM25): Snowball stemming (PyStemmer)
+for Latin words and jieba's dictionary segmentation (rjieba) for Chinese. Both libraries load on the first call, so
+importing this module stays cheap.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 #: CJK Unified Ideographs (+ extension A and compatibility ideographs).
@@ -86,3 +91,34 @@ def contains_phrase(normalised_text: str, normalised_phrase: str) -> bool:
         latin = " ".join(p for p in parts if not is_cjk(p))
         return all(p in normalised_text for p in parts if is_cjk(p)) and f" {latin} " in normalised_text
     return normalised_phrase in normalised_text
+
+
+#: Chinese words that carry no meaning of their own (particles, pronouns, filler verbs of a question).
+_ZH_FUNCTION_WORDS = frozenset(
+    "的 了 是 在 我 也 就 都 和 与 或 但 一个 这个 那个 什么 怎么 为什么 如何 吗 呢 啊 吧 请问 谢谢 大佬 各位 求助 有 没 不 会 能 要 "
+    "用 使用 时候 之后 然后 出现 一直 还是 已经 可以 可能 应该 这样 一下 如下 以下 下面 上面 发现 进行 显示 自己 我们 你们 他们 里面 "
+    "情况 现象 这里 那里 这么 那么 怎样 是否 还有 就是 但是 因为 所以 如果 或者 以及 并且".split()
+)
+
+
+@lru_cache(maxsize=1)
+def _segmenters() -> tuple[Callable[[str], str], Callable[[str], list[str]]]:
+    """English stemmer and Chinese word segmenter, loaded once (PyStemmer ~3 ms, rjieba's dictionary ~130 ms)."""
+    import rjieba
+    import Stemmer
+
+    return Stemmer.Stemmer("english").stemWord, rjieba.cut_for_search
+
+
+def retrieval_terms(text: str) -> list[str]:
+    """Index terms for ranked retrieval, in order: Snowball stems of Latin words (no bare numbers or single letters)
+    and the dictionary words of each Chinese run (search mode: 健康检查 also yields 健康, 检查), function words
+    dropped."""
+    stem_word, segment = _segmenters()
+    out: list[str] = []
+    for tok in _TOKEN.findall(text.lower()):
+        if is_cjk(tok):
+            out.extend(w for w in segment(tok) if len(w) > 1 and w not in _ZH_FUNCTION_WORDS)
+        elif len(tok) > 1 and not tok.isdigit():
+            out.append(stem_word(tok))
+    return out

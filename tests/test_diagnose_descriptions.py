@@ -6,6 +6,7 @@ The texts here are written for these tests (not taken from the corpus), in the s
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from xtuner_rl_mcp.core import RunContext
@@ -109,7 +110,7 @@ def test_prose_reports_get_ranked_candidates(text, accepted):
     assert accepted & set(_cats(res)), (_cats(res), [f.failure_mode_id for f in res.findings])
     top = res.findings[0]
     if top.match == "description":
-        assert res.verdict == "suspected_from_description"
+        assert res.verdict in ("suspected_from_description", "uncertain")
         assert top.confidence <= 0.6 and top.look_for
         assert any(e.kind == "phrase" and e.context for e in top.evidence)
 
@@ -119,8 +120,8 @@ def test_bare_symptoms_get_candidates_and_questions(text):
     res = _diag(text)
     assert len(res.findings) >= 2, res.summary
     assert len({f.category for f in res.findings[:3]}) >= 2  # different causes, not three of a kind
-    assert res.questions and all("Does a log contain" in q for q in res.questions)
-    assert res.summary.startswith("No exact error message matched")
+    assert res.questions and all("Does a log contain" in q or "Which does the log show" in q for q in res.questions)
+    assert res.summary.startswith(("No exact error message matched", "Uncertain: "))
 
 
 def test_nothing_recognisable_still_answers_with_what_to_look_for():
@@ -162,3 +163,100 @@ async def test_chinese_report_through_mcp(mcp_client):
     data = res.structured_content or json.loads(res.content[0].text)
     assert data["findings"] and data["findings"][0]["category"] == "backend_runtime_error"
     assert data["findings"][0]["match"] in ("description", "signature_and_description")
+
+
+# --- retrieval: rare words count, the words of every report do not -------------------------------------------
+
+
+def test_retrieval_terms_stem_english_and_segment_chinese():
+    from xtuner_rl_mcp.knowledge.text import retrieval_terms
+
+    assert retrieval_terms("hangs") == retrieval_terms("hanging") and retrieval_terms("devices") == ["devic"]
+    assert {"显存", "不足"} <= set(retrieval_terms("训练跑到一半显存不足了"))
+    assert "健康检查" in retrieval_terms("健康检查失败") and "的" not in retrieval_terms("我的健康检查")
+    assert retrieval_terms("tp 8 x 80") == ["tp"]  # bare numbers and single letters carry nothing
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "XTuner GRPO RL training error",
+        "My XTuner GRPO RL training run fails with an error, please help",
+        "XTuner RL 训练报错，GRPO 训练失败，请问怎么办",
+    ],
+)
+def test_words_of_every_report_create_no_lead(text):
+    res = _diag(text)
+    assert res.findings == [] and res.verdict == "no_known_failure", [f.failure_mode_id for f in res.findings]
+
+
+def test_one_shared_word_is_no_lead():
+    """division/divisible share a stem: a ZeroDivisionError is not a worker-count problem."""
+    res = _diag("ZeroDivisionError: division by zero")
+    assert "rollout_workers_not_divisible" not in [f.failure_mode_id for f in res.findings]
+
+
+def test_a_health_check_sentence_leads_to_health_checks():
+    res = _diag(
+        "XTuner GRPO RL training error: the rollout workers keep failing their health checks and get marked inactive"
+    )
+    assert res.findings[0].failure_mode_id == "rollout_health_check_failed"
+    assert res.findings[0].failure_mode_id != "rollout_workers_not_divisible"
+
+
+def test_a_lead_from_shared_words_shows_them():
+    """An entry found by retrieval alone (no phrase of it matched) still shows the line and the words it shares."""
+    from xtuner_rl_mcp.diagnosis.descriptions import rank_descriptions
+
+    lines = [(1, "After upgrading the driver the nccl collectives stall at init on every rank")]
+    matches = rank_descriptions(load_catalog(), lines)
+    assert matches
+    retrieved = [m for m in matches if not m.phrases]
+    assert retrieved and all(m.lines and m.lines[0][2].startswith("shared words: ") for m in retrieved)
+
+
+NEW_FAMILIES = [
+    # (text, accepted categories): dependency and build mismatches, rollout engines at run time, in both languages
+    (
+        "pip install sglang==0.9.9 says no matching distribution found, which version should I use",
+        {"backend_not_installed"},
+    ),
+    ("Building flash-attn from source fails after an hour on our cluster", {"backend_not_installed"}),
+    ("升级了 transformers 之后 import 报错，是不是版本不兼容", {"backend_not_installed"}),
+    ("nvidia-smi shows an old driver and torch says the NVIDIA driver is too old", {"backend_not_installed"}),
+    ("the triton kernels fail on our P100 cards: compute capability too low", {"backend_unsupported"}),
+    (
+        "vLLM keeps preempting requests because there is not enough KV cache space, rollout gets slower",
+        {"backend_runtime_error", "model_loading"},
+    ),
+    ("SGLang 日志里一直是 KV cache pool is full，请求被抢占，生成越来越慢", {"backend_runtime_error", "model_loading"}),
+    ("lmdeploy 开了张量并行就卡住，tp 大于 1 就卡住，单卡正常", {"backend_runtime_error"}),
+]
+
+
+@pytest.mark.parametrize("text,accepted", NEW_FAMILIES, ids=[t[:40] for t, _ in NEW_FAMILIES])
+def test_new_families_are_reachable_in_words(text, accepted):
+    res = _diag(text)
+    assert accepted & set(_cats(res)), (_cats(res), [f.failure_mode_id for f in res.findings])
+
+
+def test_retrieval_libraries_load_on_first_ranking_and_write_nothing(tmp_path):
+    """Importing the tool loads no retrieval library; ranking loads them and leaves the temp dir as it was."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json\n"
+        "from xtuner_rl_mcp.core import RunContext\n"
+        "from xtuner_rl_mcp.tools.diagnose_symptom import Params, run\n"
+        "libs = ['bm25s', 'rjieba', 'Stemmer', 'numpy']\n"
+        "before = [m for m in libs if m in sys.modules]\n"
+        "run(Params(text='训练卡住了 the rollout hangs with tensor parallel'), RunContext())\n"
+        "print(json.dumps([before, [m for m in libs if m in sys.modules]]))\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path), "TMP": str(tmp_path), "TEMP": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    before, after = json.loads(out.stdout.strip().splitlines()[-1])
+    assert before == [] and set(after) == {"bm25s", "rjieba", "Stemmer", "numpy"}
+    assert list(tmp_path.iterdir()) == []

@@ -1175,7 +1175,7 @@ def test_case_count_and_catalog_coverage():
 
 #: Cases whose only evidence is a line with neither an exception name nor a log level (a shell's "can't open
 #: file"): found in exact mode (inputs up to 4 MiB) only.
-MARKER_MODE_EXEMPT = {"legacy_cli_used"}
+MARKER_MODE_EXEMPT = {"legacy_cli_used", "legacy_cli_command"}
 
 
 def _catalog_examples() -> list[tuple[str, str]]:
@@ -1701,3 +1701,136 @@ async def test_mcp_call_with_log_path_and_policy_error(mcp_client, tmp_path):
     assert bad.is_error if hasattr(bad, "is_error") else bad.isError
     text = bad.content[0].text
     assert "path_outside_roots" in text and "Traceback" not in text
+
+
+# --------------------------------------------------------------------------------------------------------
+# The message's numbers, recovery lines, and calls that run as suggested
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_divisibility_fix_names_the_layouts_choose_topology_names():
+    from xtuner_rl_mcp.xtuner_rules.resources import engine_layout_fix
+
+    res = _diag("ValueError: num_rollout_workers=6 must be divisible by num_gpus_per_engine=4.")
+    top = res.findings[0]
+    assert top.failure_mode_id == "rollout_workers_not_divisible"
+    assert top.fix[0] == engine_layout_fix(6, 4, "TP", 8) + "."
+    assert top.fix[0].startswith("use 4 or 8 rollout GPUs with TP 4, or TP 1/2/3/6 on 6")
+    topo = next(c for c in top.confirm_with if c.tool == "choose_topology")
+    assert topo.arguments["tensor_parallel_size"] == 4  # choose_topology then checks the layout the run asked for
+    ep = _diag("ValueError: num_rollout_workers=8 must be divisible by expert_parallel_size=3.").findings[0]
+    assert ep.fix[0] == engine_layout_fix(8, 3, "EP", 8) + "."
+
+
+def test_interval_fix_is_the_one_inspect_config_gives():
+    from xtuner_rl_mcp.xtuner_rules.intervals import interval_fix
+
+    text = xlog("ERROR", "Value error, checkpoint_interval=7 must be a multiple of sync_weights_interval=3, because")
+    top = _diag(text).findings[0]
+    assert top.failure_mode_id == "interval_not_multiple_of_sync"
+    assert top.fix[0] == interval_fix("checkpoint_interval", 7, 3) == "Use checkpoint_interval=6 (a multiple of 3)."
+
+
+def test_resource_fix_carries_the_counts():
+    top = _diag("AssertionError: Not enough available GPUS in Ray cluster, 4.0 less than 8.").findings[0]
+    assert top.failure_mode_id == "ray_not_enough_gpus"
+    assert "asks Ray for 8 GPUs and 4 are free" in top.fix[0] and "num_workers to 4" in top.fix[0]
+
+
+def test_a_message_without_numbers_keeps_the_catalog_fix():
+    top = _diag("AssertionError: Either tensor parallel size or engine parallel size must be 1.").findings[0]
+    assert top.failure_mode_id == "rollout_workers_not_divisible"
+    assert top.fix == list(load_catalog().by_id["rollout_workers_not_divisible"].fix)
+
+
+_UNHEALTHY = (
+    xlog("INFO", "RolloutHealthManager started.", ts="2026-08-21 16:02:24")
+    + "\n"
+    + xlog("ERROR", "Health check returned non-200 for server http://10.0.0.5:25001/health: status_code=503")
+    + "\n"
+    + xlog("WARNING", "Worker 3 reached health check failure threshold: 3/3.")
+    + "\n"
+)
+
+
+def test_a_failure_that_recovered_is_no_longer_the_blocker():
+    before = _diag(_UNHEALTHY)  # without the recovery line: a blocker that asks to restart the run
+    assert before.findings[0].failure_mode_id == "rollout_health_check_failed"
+    assert before.findings[0].severity == "blocker" and before.verdict == "failure_found"
+    recovered = _UNHEALTHY + xlog("INFO", "Successfully restarted rollout worker group ranks=[2, 3].") + "\n"
+    res = _diag(recovered)
+    health = next(f for f in res.findings if f.failure_mode_id == "rollout_health_check_failed")
+    assert health.severity == "warning" and health.confidence < before.findings[0].confidence
+    assert health.fix[0].startswith("Nothing to do while the run keeps stepping")
+    assert not (res.findings[0].severity == "blocker" and res.findings[0].failure_mode_id == health.failure_mode_id)
+    assert res.verdict != "failure_found"
+
+
+def test_a_recovery_said_in_chinese_counts_too():
+    res = _diag(_UNHEALTHY + "后来 worker 自动重启成功了，训练继续在跑\n")
+    health = next(f for f in res.findings if f.failure_mode_id == "rollout_health_check_failed")
+    assert health.severity == "warning"
+
+
+def test_a_recovery_before_the_failure_does_not_excuse_it():
+    text = xlog("INFO", "Successfully restarted rollout worker group ranks=[2, 3].") + "\n" + _UNHEALTHY
+    res = _diag(text)
+    assert res.findings[0].failure_mode_id == "rollout_health_check_failed"
+    assert res.findings[0].severity == "blocker"
+
+
+#: Reports of the kinds users write, for the values the suggested calls are filled from.
+_VALUE_TEXTS = [
+    "",
+    "2 × 8 GPUs, Qwen3-8B with SGLang",
+    "两台 8 卡机器，70B 模型，lmdeploy",
+    "单机8卡 vllm 0.5B",
+    "ValueError: num_rollout_workers=6 must be divisible by num_gpus_per_engine=4.",
+    "ValueError: num_rollout_workers=8 must be divisible by expert_parallel_size=3.",
+]
+
+
+@pytest.mark.parametrize("text", _VALUE_TEXTS)
+def test_every_suggested_call_is_valid_for_its_tool(text, tmp_path):
+    """Every confirm_with call of every catalog entry, as diagnose_symptom fills it, validates against the named
+    tool's Params; a call with missing arguments validates once those are given."""
+    import importlib
+
+    from xtuner_rl_mcp.diagnosis.ranking import diagnosis
+
+    samples = {"path": str(tmp_path), "config": str(tmp_path / "c.py"), "nodes": 1, "backend": "lmdeploy"}
+    values = {"nodes": None, **report_values(text)}
+    checked = 0
+    for fm in load_catalog().failure_mode:
+        for call in diagnosis(fm, 0.5, [], 0, values, match="description").confirm_with:
+            params = importlib.import_module(f"xtuner_rl_mcp.tools.{call.tool}").SPEC.params
+            assert set(call.missing) <= set(params.model_fields), (fm.id, call)
+            if not call.missing:
+                params(**call.arguments)
+            params(**call.arguments, **{m: samples.get(m, str(tmp_path)) for m in call.missing})
+            checked += 1
+    assert checked > 100
+
+
+def test_close_leads_say_uncertain_and_how_to_separate_them():
+    res = _diag("it hangs")
+    assert res.verdict == "uncertain"
+    first, second = res.findings[0], next(f for f in res.findings if f.category != res.findings[0].category)
+    assert first.confidence - second.confidence < 0.05
+    assert res.summary.startswith(f"Uncertain: {first.failure_mode_id}") and second.failure_mode_id in res.summary
+    assert res.questions[0].startswith("Which does the log show")
+    assert first.failure_mode_id in res.questions[0] and second.failure_mode_id in res.questions[0]
+
+
+def test_a_clear_lead_is_not_called_uncertain():
+    res = _diag("vLLM says no available memory for the cache blocks when I raise the batch size")
+    assert res.verdict == "suspected_from_description"
+    assert not res.summary.startswith("Uncertain")
+
+
+def test_a_failure_that_comes_back_after_the_recovery_stays_a_blocker():
+    """Even when only the first occurrence is shown as evidence (detail=summary), the latest one decides."""
+    restarted = xlog("INFO", "Successfully restarted rollout worker group ranks=[2, 3].") + "\n"
+    res = _diag(_UNHEALTHY + restarted + _UNHEALTHY, detail="summary")
+    assert res.findings[0].failure_mode_id == "rollout_health_check_failed"
+    assert res.findings[0].severity == "blocker"

@@ -1,15 +1,18 @@
-"""diagnose_symptom on real public failure reports: a floor on the held-out test part of the corpus.
+"""diagnose_symptom on real public failure reports (tests/corpus/reports.jsonl).
 
-The corpus (tests/corpus/reports.jsonl) was split by a hash of each URL before any phrase was written; catalog
-phrases were written from domain knowledge with only the development part in view. The floor is below the
-measured figures (README, `python bench/real_reports.py`) so that noise does not flake it, and high enough that
-losing the description matcher or the Chinese phrases fails it.
+Two parts. The development part (split="dev") is what method choices and catalog phrases were made with; its
+floor is on the nested 5-fold cross-validated figure (ranking constants chosen on four folds, scored on the fifth),
+so it measures the method, not the fit. The test part (split="test") is frozen and never read while tuning; its
+floors are the issue's acceptance and are set by whoever scores it (the constants below). Both floors sit below the
+measured figures (README, `python bench/real_reports.py --cv`) so that noise does not flake them, and high enough
+that losing retrieval, the phrases or the Chinese segmentation fails them.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,45 +20,97 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus" / "reports.jsonl"
 
-TEST_TOP3_FLOOR = 0.82
-TEST_TOP1_FLOOR = 0.62
-ZH_TOP3_FLOOR = 0.70
+#: Development part, 5-fold cross-validated (measured 85.3% / 95.4%, Chinese 79.5% / 91.8%; phrases alone 80% / 85%).
+DEV_CV_TOP1_FLOOR = 0.80
+DEV_CV_TOP3_FLOOR = 0.90
+DEV_CV_ZH_TOP1_FLOOR = 0.70
+#: Frozen test part: the issue's acceptance (top-3 >= 90%, top-1 >= 70%, Chinese top-1 within 5 points of English).
+TEST_TOP3_FLOOR = 0.90
+TEST_TOP1_FLOOR = 0.70
+TEST_ZH_TOP1_GAP = 0.05
+TEST_MIN_REPORTS = 100
+#: Among first findings given with confidence >= 0.8, at least this share is right (any part).
+CONFIDENT_RIGHT_FLOOR = 0.90
 
 
 def _bench():
     spec = importlib.util.spec_from_file_location("real_reports", REPO / "bench" / "real_reports.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
 
 def test_corpus_shape():
-    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = _bench().load("dev")
     assert len(rows) >= 150
     assert len({r["url"] for r in rows}) == len(rows)
     from xtuner_rl_mcp.core import CATEGORIES
 
     for r in rows:
-        assert r["split"] in ("dev", "test") and r["lang"] in ("en", "zh")
+        assert r["lang"] in ("en", "zh")
         assert r["categories"] and set(r["categories"]) <= set(CATEGORIES), r["id"]
         assert r["url"].startswith("https://github.com/") and r["text"].strip()
-    assert sum(r["split"] == "test" for r in rows) >= 100
     assert sum(r["lang"] == "zh" for r in rows) >= 40
 
 
 @pytest.fixture(scope="module")
-def held_out_scores():
+def dev_cross_validated():
+    """Nested 5-fold cross-validation over a reduced grid (the bench's --cv runs the full one)."""
     bench = _bench()
-    return bench.score(bench.load("test"))
+    grid = [{"RETRIEVAL_WEIGHT": w, "CATEGORY_SHARE": c, "BM25_K1": 1.2} for w in (0.0, 0.15, 0.25) for c in (0.0, 0.1)]
+    cv = bench.cross_validate(bench.load("dev"), folds=5, grid=grid)
+    return bench.summarise(cv["outcomes"]), cv
 
 
-def test_unseen_reports_meet_the_floor(held_out_scores):
-    assert held_out_scores["n"] >= 100
-    assert held_out_scores["top3"] >= TEST_TOP3_FLOOR, held_out_scores["misses"][:20]
-    assert held_out_scores["top1"] >= TEST_TOP1_FLOOR
+def test_dev_cross_validation_meets_the_floor(dev_cross_validated):
+    scores, cv = dev_cross_validated
+    assert scores["top1"] >= DEV_CV_TOP1_FLOOR, scores["misses"][:20]
+    assert scores["top3"] >= DEV_CV_TOP3_FLOOR, scores["misses"][:20]
+    zh = scores["per_language"]["zh"]
+    assert zh["top1"] >= DEV_CV_ZH_TOP1_FLOOR
+    # retrieval earns its place: no fold chose phrases alone
+    assert all(c["RETRIEVAL_WEIGHT"] > 0 for c in cv["chosen"]), cv["chosen"]
 
 
-def test_chinese_reports_meet_the_floor(held_out_scores):
-    zh = held_out_scores["per_language"]["zh"]
-    assert zh["top3"] / zh["n"] >= ZH_TOP3_FLOOR
+def test_dev_confident_answers_are_right(dev_cross_validated):
+    scores, _ = dev_cross_validated
+    assert scores["confident_n"] >= 30
+    assert scores["confident_right"] >= CONFIDENT_RIGHT_FLOOR
+    # the uncertain verdict is where the misses are: it is right less often than a confident lead
+    verdicts = scores["per_verdict"]
+    if "uncertain" in verdicts and "suspected_from_description" in verdicts:
+        assert verdicts["uncertain"]["top1"] < verdicts["suspected_from_description"]["top1"]
+
+
+def _test_rows() -> list[dict]:
+    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r for r in rows if r["split"] == "test"]
+
+
+@pytest.fixture(scope="module")
+def held_out_scores():
+    rows = _test_rows()
+    if len(rows) < TEST_MIN_REPORTS:
+        pytest.skip(f"the frozen test part is not merged yet ({len(rows)} reports)")
+    bench = _bench()
+    return bench.summarise([bench.diagnose(r) for r in rows])
+
+
+@pytest.mark.parametrize(
+    ("measure", "floor"),
+    [("top3", TEST_TOP3_FLOOR), ("top1", TEST_TOP1_FLOOR)],
+)
+def test_unseen_reports_meet_the_floor(held_out_scores, measure, floor):
+    assert held_out_scores[measure] >= floor, held_out_scores["misses"][:20]
+
+
+def test_chinese_reports_keep_up_with_english(held_out_scores):
+    by_lang = held_out_scores["per_language"]
+    assert by_lang["zh"]["top1"] >= by_lang["en"]["top1"] - TEST_ZH_TOP1_GAP
+
+
+def test_unseen_confident_answers_are_right(held_out_scores):
+    if held_out_scores["confident_n"]:
+        assert held_out_scores["confident_right"] >= CONFIDENT_RIGHT_FLOOR

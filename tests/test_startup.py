@@ -6,7 +6,21 @@ import json
 import subprocess
 import sys
 
-HEAVY = ["ray", "torch", "lmdeploy", "sglang", "vllm", "transformers", "xtuner", "jsonschema", "hypothesis", "numpy"]
+HEAVY = [
+    "ray",
+    "torch",
+    "lmdeploy",
+    "sglang",
+    "vllm",
+    "transformers",
+    "xtuner",
+    "jsonschema",
+    "hypothesis",
+    "numpy",
+    "bm25s",
+    "rjieba",
+    "Stemmer",
+]
 
 
 def test_server_start_imports_nothing_heavy():
