@@ -15,6 +15,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -33,6 +34,9 @@ from ..core import CallCancelled, CallLimits, OperatorPolicy, PathPolicy, RunCon
 from . import registry, resources
 from .runtime import Busy, CallGate, DeadlineExceeded, ServerLimits
 from .schemas import schema_of
+
+#: The tool host of each server built here, for transports that must reach its calls (see cancel_on_disconnect).
+_HOSTS: weakref.WeakKeyDictionary[Server[Any], ToolHost] = weakref.WeakKeyDictionary()
 
 log = logging.getLogger("xtuner_rl_mcp")
 
@@ -104,6 +108,16 @@ class ToolHost:
         self._specs: dict[str, ToolSpec] | None = None
         self._tools: list[types.Tool] = []
         self._load_lock = threading.Lock()
+        #: Calls in flight by (session key, JSON-RPC id), so a transport that sees its client leave can cancel one.
+        self._running: dict[tuple[str, str], anyio.CancelScope] = {}
+
+    def cancel(self, session: str, request_id: str) -> bool:
+        """Cancel the call ``request_id`` of ``session`` if it is still running (its client went away)."""
+        scope = self._running.get((session, request_id))
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
 
     def specs(self) -> dict[str, ToolSpec]:
         if self._specs is None:
@@ -165,9 +179,18 @@ class ToolHost:
             return _error_result(error_payload("invalid_arguments", _validation_message(exc), "Correct the arguments."))
         in_flight: Counter[str] = ctx.lifespan_context["in_flight"]
         limits = CallLimits.within(self.gate.limits.call_timeout_s)
+        key = (session_key(ctx), str(ctx.request_id))
+        result: Any = None
         try:
-            with self.gate.admit(in_flight, session_key(ctx)):
+            with self.gate.admit(in_flight, key[0]), anyio.CancelScope() as scope:
+                self._running[key] = scope
                 result = await self._run(spec, params, ctx, limits)
+            if scope.cancelled_caught:  # cancel(): the transport saw the client leave
+                log.info("%s call cancelled: its client went away; its work was told to stop", spec.name)
+                return _error_result(error_payload("cancelled", "the client went away; the call was stopped"))
+        except anyio.get_cancelled_exc_class():
+            log.info("%s call cancelled: its client cancelled it or went away; its work was told to stop", spec.name)
+            raise
         except Busy as exc:
             return _error_result(error_payload("busy", exc.message, "Retry in a few seconds."))
         except (DeadlineExceeded, CallCancelled):
@@ -190,6 +213,8 @@ class ToolHost:
                     "Report this with the arguments used; retrying with other arguments may work.",
                 )
             )
+        finally:
+            self._running.pop(key, None)
         payload = result.model_dump(mode="json")
         text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
         content: list[Any] = [types.TextContent(type="text", text=text)]
@@ -338,6 +363,52 @@ def build_server(
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
     )
+    _HOSTS[server] = host
     if not lazy:
         host.specs()
     return server
+
+
+class CancelOnDisconnect:
+    """ASGI middleware for streamable HTTP: a POSTed tool call whose client disconnects before the answer is sent
+    is cancelled, so its work stops. (Session-based HTTP keeps a request running after its stream closes, for
+    resumption; this server's answers are cheap to ask again, its work is not.)"""
+
+    def __init__(self, app: Any, server: Server[Any]) -> None:
+        self.app = app
+        self.host = _HOSTS[server]
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST":
+            return await self.app(scope, receive, send)
+        body: list[bytes] = []
+        answered = False
+
+        async def watch_receive() -> Any:
+            message = await receive()
+            if message.get("type") == "http.request":
+                body.append(message.get("body", b""))
+            elif message.get("type") == "http.disconnect" and not answered:
+                self._cancel(scope, b"".join(body))
+            return message
+
+        async def watch_send(message: Any) -> None:
+            nonlocal answered
+            if message.get("type") == "http.response.body" and not message.get("more_body", False):
+                answered = True
+            await send(message)
+
+        await self.app(scope, watch_receive, watch_send)
+
+    def _cancel(self, scope: Any, raw: bytes) -> None:
+        try:
+            message = json.loads(raw[: 4 << 20])
+        except ValueError:
+            return
+        if not isinstance(message, dict) or message.get("method") != "tools/call" or "id" not in message:
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        sid = headers.get("mcp-session-id")
+        client = scope.get("client") or ("?", 0)
+        session = f"session:{sid[:200]}" if sid else f"client:{client[0]}"
+        self.host.cancel(session, str(message["id"]))

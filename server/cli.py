@@ -228,6 +228,7 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_OK
     import uvicorn
 
+    from .app import CancelOnDisconnect
     from .security import BearerTokenMiddleware, transport_security
 
     log = logging.getLogger("xtuner_rl_mcp")
@@ -239,6 +240,7 @@ def _serve(args: argparse.Namespace) -> int:
         transport_security=transport_security(args.host, args.allowed_host, args.allowed_origin),
         host=args.host,
     )
+    app = CancelOnDisconnect(app, server)
     asgi = BearerTokenMiddleware(app, token) if token else app
     uvicorn.run(asgi, host=args.host, port=args.port, log_level="warning", lifespan="on")
     return EXIT_OK
