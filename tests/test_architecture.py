@@ -1,7 +1,10 @@
-"""The layering holds: import-linter's contracts are kept, and no two modules import each other in a circle."""
+"""The layering holds: import-linter's contracts (layers, no MCP below the server, no import circles) are kept, and
+the server uses only the SDK's public API."""
 
 from __future__ import annotations
 
+import ast
+import os
 import shutil
 import subprocess
 import sys
@@ -20,66 +23,56 @@ def test_import_contracts_kept():
     assert "0 broken" in p.stdout
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-    counter = 0
-    for root in graph:
-        if root in index:
+def test_the_acyclic_contract_finds_a_planted_circle(tmp_path):
+    """The same contract type, on a tiny package with a circle planted in it, is reported broken."""
+    pkg = tmp_path / "planted"
+    (pkg / "inner").mkdir(parents=True)
+    for rel, text in {
+        "__init__.py": "",
+        "a.py": "from . import b\n",
+        "b.py": "from .inner import c\n",
+        "inner/__init__.py": "",
+        "inner/c.py": "from .. import a\n",
+    }.items():
+        (pkg / rel).write_text(text)
+    (tmp_path / ".importlinter").write_text(
+        "[importlinter]\nroot_package = planted\n\n[importlinter:contract:acyclic]\nname = acyclic\n"
+        "type = acyclic_siblings\nancestors =\n    planted\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    p = subprocess.run([LINT_IMPORTS], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode != 0 and "BROKEN" in p.stdout, p.stdout[-2000:]
+
+
+def test_no_private_attribute_of_the_mcp_sdk_is_used():
+    """The server uses the SDK's public API only: no ``_name`` imported from ``mcp``, and no ``obj._name`` access on
+    anything but the server's own objects (``self``/``cls``)."""
+    offences = []
+    for path in sorted(REPO.glob("**/*.py")):
+        if any(part in (".venv", "build", "node_modules", "tests", "bench") for part in path.relative_to(REPO).parts):
             continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.get(child, ())))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    top = stack.pop()
-                    on_stack.discard(top)
-                    comp.append(top)
-                    if top == node:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
-    return out
-
-
-def test_cycle_finder_finds_a_planted_circle():
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert _cycles({"a": {"b"}, "b": set()}) == []
-
-
-def test_no_import_circles_between_modules():
-    grimp = pytest.importorskip("grimp")
-    graph = grimp.build_graph("xtuner_rl_mcp", cache_dir=None)
-    modules = {m for m in graph.modules if m.startswith("xtuner_rl_mcp.") and ".tests" not in m}
-    edges = {m: {d for d in graph.find_modules_directly_imported_by(m) if d in modules} for m in modules}
-    # A package's __init__ re-exporting its own modules is not a circle of logic.
-    for m in modules:
-        edges[m] = {d for d in edges[m] if not d.startswith(m + ".")}
-    assert len(modules) > 30
-    assert _cycles(edges) == []
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        uses_mcp = False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("mcp", "mcp_types"):
+                uses_mcp = True
+                parts = (node.module or "").split(".") + [a.name for a in node.names]
+                offences += [
+                    f"{path.name}:{node.lineno} from {node.module} import ..." for p in parts if p.startswith("_")
+                ]
+            elif isinstance(node, ast.Import) and any(a.name.split(".")[0] in ("mcp", "mcp_types") for a in node.names):
+                uses_mcp = True
+        if not uses_mcp:
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                offences.append(f"{path.relative_to(REPO)}:{node.lineno} .{node.attr}")
+    assert not offences, offences
 
 
 ENGINE_MAX_LINES = 800
