@@ -11,16 +11,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..core import PathPolicy, cap
+from .judging import judge_check
 from .layout import RunLayout
-from .models import ErrorCount, Learning, Progress, Trend
+from .models import ErrorCount, Learning, Progress, RunConfig, Trend
 from .progress import LogProgress, newest_mtime
 from .tracker import Tracker
 from .trajectories import FileStats
 
 WINDOW = 5
+#: A run counts as stalled when nothing was written for longer than its own steps take: max(STALL_MIN_S,
+#: STALL_FACTOR x the median of its last 10 step times, its longest step). XTuner writes nothing while a step runs.
 STALL_FACTOR = 5.0
 STALL_MIN_S = 600.0
-STALL_NO_STEP_S = 1800.0
+#: Before any step time is known (the first step loads, warms up and rolls out a whole batch): no stall verdict
+#: within this many seconds of silence, unless the caller sets another bound.
+FIRST_STEP_GRACE_S = 7200.0
 TOP_ERRORS = 5
 
 
@@ -38,6 +43,8 @@ class Inputs:
     failed_in_logs: str | None = None  # the top blocker diagnosis, when the logs end in one
     activity: tuple[float | None, str | None] = (None, None)  # newest write (mtime, file), see ``read_activity``
     notes: list[str] = field(default_factory=list)  # files refused while reading (beyond the layout's notes)
+    config: RunConfig = field(default_factory=lambda: RunConfig(path=None))  # the run's config, see run_config
+    first_step_grace_s: float = FIRST_STEP_GRACE_S
 
 
 def _mean(xs: Iterable[float | None]) -> float | None:
@@ -84,15 +91,33 @@ def _trend_of_times(times: list[float]) -> tuple[float | None, float | None, str
     return first, last, trend
 
 
+def total_steps(inp: Inputs) -> int | None:
+    """From the 'Train step n/total' log lines (what the trainer resolved), else the config's total_train_steps."""
+    return inp.logs.total_steps if inp.logs.total_steps is not None else inp.config.count("total_train_steps")
+
+
+def stall_threshold(times: list[float], grace_s: float) -> tuple[float, str]:
+    """(seconds of silence that mean stalled, how they were derived) from the run's own step times."""
+    if not times:
+        return grace_s, f"the first-step grace {grace_s:.0f}s (no step time known yet; a step writes nothing)"
+    median = statistics.median(times[-10:])
+    longest = max(times)
+    threshold = max(STALL_MIN_S, STALL_FACTOR * median, longest)
+    return threshold, (
+        f"{threshold:.0f}s = max({STALL_MIN_S:.0f}s, {STALL_FACTOR:g} x median step {median:.0f}s, "
+        f"longest step {longest:.0f}s)"
+    )
+
+
 def progress(inp: Inputs) -> Progress:
     lay = inp.layout
     step = last_step(inp)
-    total = inp.logs.total_steps
+    total = total_steps(inp)
     times = [t for _, t in sorted(step_times(inp).items())]
     first, recent, trend = _trend_of_times(times)
     mtime, mfile = inp.activity
     idle = None if mtime is None else max(0.0, inp.now - mtime)
-    threshold = max(STALL_MIN_S, STALL_FACTOR * recent) if recent else STALL_NO_STEP_S
+    threshold, basis = stall_threshold(times, inp.first_step_grace_s)
     evidence: list[str] = []
     finished = step is not None and total is not None and step >= total
     if finished:
@@ -103,19 +128,24 @@ def progress(inp: Inputs) -> Progress:
         evidence.append(f"the logs end in an error: {inp.failed_in_logs}")
     elif idle is not None and idle > threshold:
         state = "stalled"
-        evidence.append(
-            f"nothing written for {idle:.0f}s (> {threshold:.0f}s = max({STALL_MIN_S:.0f}s, "
-            f"{STALL_FACTOR:g} x step time {recent or 0:.0f}s)); newest write: {mfile}"
-        )
-    elif step is None:
+        evidence.append(f"nothing written for {idle:.0f}s, over the stall threshold {basis}; newest write: {mfile}")
+    elif step is None and inp.logs.started_step is None:
         state = "not_started"
-        evidence.append("no finished train step in the logs, tracker or trajectories yet")
+        evidence.append("no train step started or finished in the logs, tracker or trajectories yet")
     else:
         state = "running"
+        if step is None:
+            evidence.append(f"step {inp.logs.started_step} started, none finished yet")
         evidence.append(
-            f"last write {idle:.0f}s ago, under the {threshold:.0f}s stall threshold"
+            f"last write {idle:.0f}s ago, under the stall threshold {basis}"
             if idle is not None
             else "no file times available"
+        )
+    configured = inp.config.count("total_train_steps")
+    if inp.logs.total_steps is not None and configured is not None and configured != inp.logs.total_steps:
+        evidence.append(
+            f"the config says total_train_steps={configured} ({inp.config.where('total_train_steps')}), the logs "
+            f"{inp.logs.total_steps}: the config copy may belong to another launch"
         )
     if inp.logs.last_line:
         evidence.append(f"last log line: {inp.logs.last_line[:200]}")
@@ -243,6 +273,7 @@ def learning(inp: Inputs) -> Learning:
         top_errors_omitted=top_om,
         entropy_first=_r(_mean(ent[:WINDOW])),
         entropy_last=_r(_mean(ent[-WINDOW:])),
+        judge_check=judge_check(train),
         async_last={
             k: v
             for k in ("aborted", "expired", "failed")
@@ -250,9 +281,20 @@ def learning(inp: Inputs) -> Learning:
             is not None
         },
         eval_steps=list(evals)[-50:],
+        eval_next_step=next_eval_step(inp),
         eval_latest={k: round(v, 4) for k, v in latest.items()},
         eval_best={k: round(v, 4) for k, v in best.items()},
     )
+
+
+def next_eval_step(inp: Inputs) -> int | None:
+    """The next step the config evaluates at: a multiple of evaluate_step (rl_trainer.py:1760) within the run."""
+    every = inp.config.count("evaluate_step")
+    if inp.config.get("enable_evaluate") is not True or every is None:
+        return None
+    step = ((last_step(inp) or 0) // every + 1) * every
+    total = total_steps(inp)
+    return step if total is None or step <= total else None
 
 
 def _status_and_errors(files: list[FileStats]) -> tuple[dict[str, int], list[ErrorCount], int]:

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 from ..core import Finding
+from ..core.findings import Category, Owner, Severity
+from ..xtuner_rules.data_contract import CODES
+from . import judging
 from .analysis import Inputs, eval_table, reward_means
-from .models import Learning, Progress
+from .models import JudgeCheck, Learning, Progress, RewardCause
+from .trajectories import VerdictExample
 
 #: Thresholds (the evidence always carries the measured value next to the threshold).
 NO_SIGNAL_WARN_PCT = 50.0
 TRUNCATED_WARN_PCT = 10.0
-UNFORMATTED_WARN = 0.8  # share of GSM8K responses without '#### <number>' that explains all-zero rewards
+QUOTE_CHARS = 80  # of a response's end quoted next to its label
 ENTROPY_DROP = 0.2  # last window below this fraction of the first window
 ENTROPY_FLOOR = 0.02
-ASYNC_WARN_SHARE = 0.10  # of the samples trained per step
-ASYNC_WARN_ABS = 10.0
+#: async/{expired,aborted,failed}_samples are groups left in the replay buffer after a step took its batch:
+#: xtuner/v1/rl/agent_loop_manager/produce_utils.py:352-358 fills them from ReplayBuffer.count_statuses, which counts
+#: stored items, one per group (xtuner/v1/rl/replay_buffer.py:534-541,644-655). Compared with the groups a step
+#: trains, never with its samples.
+ASYNC_WARN_SHARE = 0.5  # of the groups trained per step
+ASYNC_WARN_MIN_GROUPS = 4.0
 EVAL_DROP = 0.05
 EVAL_MIN_STEPS = 10
 TRACKER_GRACE_S = 180.0  # jsonl flushes every 30 s (jsonl_writer.py:109), tensorboard every 120 s by default
@@ -24,31 +32,34 @@ FM = "xtuner-rl://failure-modes/"
 def _f(
     fid: str,
     fm: str,
-    category: str,
-    severity: str,
+    category: Category,
+    severity: Severity,
     title: str,
     evidence: str,
     fix: str,
     source: str,
     location: str | None = None,
+    owner: Owner | None = None,
 ) -> Finding:
     return Finding(
         id=fid,
         severity=severity,
         category=category,
         title=title,
-        evidence=evidence,  # type: ignore[arg-type]
+        evidence=evidence,
         fix=fix,
         reference=FM + fm,
         source=source,
         location=location,
+        owner=owner,
     )
 
 
 def run_findings(inp: Inputs, prog: Progress, learn: Learning) -> list[Finding]:
+    """Every health finding; the cause of zero rewards, when the judger's rule names one, comes first."""
     out: list[Finding] = []
-    out += _progress(prog)
     out += _rewards(inp, learn)
+    out += _progress(prog)
     out += _signal(learn)
     out += _truncation(learn)
     out += _entropy(learn)
@@ -78,35 +89,29 @@ def _progress(prog: Progress) -> list[Finding]:
     ]
 
 
-def _rewards(inp: Inputs, learn: Learning) -> list[Finding]:
-    rewards = list(reward_means(inp).values())
+def _steps_all_zero(inp: Inputs) -> int:
+    """How many steps were read when no sample of any of them scored above 0 (else 0)."""
     maxima = [f.reward_max for f in inp.train if f.reward_max is not None]
     tracked_max = [v for s, v in inp.tracker.series("response/rewards/max").items() if s > 0]
     all_max = maxima or tracked_max
-    if not rewards or not all_max or max(all_max) != 0:
+    if not reward_means(inp) or not all_max or max(all_max) != 0:
+        return 0
+    return len(all_max)
+
+
+def _rewards(inp: Inputs, learn: Learning) -> list[Finding]:
+    n_steps = _steps_all_zero(inp)
+    check = learn.judge_check
+    if check is not None and check.cause is not None:
+        return [_cause(inp, learn, check, check.cause, n_steps)]
+    if not n_steps:
         return []
-    n_steps = len(all_max)
-    gsm = sum(f.gsm8k_samples for f in inp.train)
-    unformatted = sum(f.gsm8k_unformatted for f in inp.train)
-    if gsm and unformatted / gsm >= UNFORMATTED_WARN:
-        examples = [e for f in inp.train for e in f.unformatted_examples][:2]
-        return [
-            _f(
-                "learn.judger_format_mismatch",
-                "reward_always_zero",
-                "data_format_other",
-                "blocker",
-                f"Every reward is 0 over {n_steps} step(s): {unformatted}/{gsm} GSM8K responses lack the '#### <answer>' "
-                "form the judger requires",
-                "Responses without '#### <number>' in their last 300 characters: "
-                + " | ".join(repr(e) for e in examples),
-                "Make the model answer as '#### <number>': keep the GSM8K instruction in every prompt (convert_gsm8k.py "
-                "adds it), or switch to a judger for the format the model uses (e.g. DapoMathJudgerConfig for \\boxed{}); "
-                "check that responses are not cut off before the answer (truncated_pct_last "
-                f"{learn.truncated_pct_last}%).",
-                "xtuner/v1/rl/judger/gsm8k.py:29-34",
-            )
-        ]
+    judged = (
+        f"; XTuner's GSM8K rule re-applied: {_verdicts(check)} -- the answers are read and differ from the labels: "
+        + _quote(judging.examples(inp.train, ("wrong",)))
+        if check is not None
+        else ""
+    )
     return [
         _f(
             "learn.reward_all_zero",
@@ -114,13 +119,121 @@ def _rewards(inp: Inputs, learn: Learning) -> list[Finding]:
             "data_format_other",
             "blocker",
             f"Every reward is 0 over {n_steps} step(s): no sample earned a score, so GRPO has nothing to learn from",
-            f"reward max 0 in every step read; mean {learn.reward_mean_last}; GSM8K-format responses: "
-            f"{gsm - unformatted}/{gsm}",
-            "Open a train_rollout_<step>.jsonl and compare the end of each response with its label; check the judger "
-            "matches the data_source and the answer format, and that labels are strings normalised like the answers.",
+            f"reward max 0 in every step read; mean {learn.reward_mean_last}{judged}",
+            "The judge reads the answers and finds them wrong: start from an easier dataset or a stronger model, and "
+            "check a few responses by hand."
+            if check is not None
+            else "Open a train_rollout_<step>.jsonl and compare the end of each response with its label; check the "
+            "judger matches the data_source and the answer format, and that labels are strings normalised like the "
+            "answers.",
             "xtuner/v1/train/rl_trainer.py:1461",
         )
     ]
+
+
+def _verdicts(check: JudgeCheck | None) -> str:
+    if check is None:
+        return ""
+    return f"{check.samples} samples: " + ", ".join(f"{k} {v}" for k, v in check.verdicts.items())
+
+
+def _quote(examples: list[VerdictExample]) -> str:
+    return " | ".join(
+        f"label {e.label} vs response '…{e.tail[-QUOTE_CHARS:]}' -> judged answer {e.answer!r}" for e in examples
+    )
+
+
+#: (finding id, what to call it, owner, category, XTuner source) per cause.
+_CAUSE_META: dict[RewardCause, tuple[str, str, Owner, Category, str]] = {
+    "label_format": (
+        "learn.reward_zero_label_format",
+        "label format",
+        "data_preparation",
+        "data_format_other",
+        "xtuner/v1/rl/judger/gsm8k.py:34-39,74",
+    ),
+    "answer_format": (
+        "learn.reward_zero_answer_format",
+        "answer format",
+        "data_preparation",
+        "data_format_other",
+        "xtuner/v1/rl/judger/gsm8k.py:29-36",
+    ),
+    "truncation": (
+        "learn.reward_zero_truncation",
+        "truncation",
+        "config_edit",
+        "data_format_other",
+        "xtuner/v1/data_proto/rl_data.py:35",
+    ),
+    "judge_zero": ("learn.reward_zero_judge", "judge", "config_edit", "other", "xtuner/v1/rl/judger/gsm8k.py:70-77"),
+}
+
+
+def _cause(inp: Inputs, learn: Learning, check: JudgeCheck, cause: RewardCause, n_steps: int) -> Finding:
+    """The cause of the zero rewards as the first finding: what the judger's rule shows, quoted, and its fix."""
+    n, total = check.cause_samples, check.samples
+    ex = judging.examples(inp.train, judging.CAUSE_VERDICTS[cause])
+    first = ex[0] if ex else None
+    scope = f"every reward is 0 over {n_steps} step(s)" if n_steps else f"{n} of {total} samples score 0 for it"
+    cfg = inp.config
+    if cause == "label_format":
+        code = (first.label_code if first else None) or "gsm8k_ground_truth_noncanonical"
+        title = (
+            f"Label format: labels like {first.label if first else '?'} never equal the judged answer "
+            f"{first.answer if first else '?'!r} (exact string match), so {scope}"
+        )
+        fix = (
+            f"{CODES[code][4]} Rewrite reward_model.ground_truth in the train and eval data (check_reward_data finds "
+            f"every such line, code {code}, and prints a fix command) and restart: {n} answers were right and would "
+            "have scored."
+        )
+    elif cause == "answer_format":
+        unmarked = check.verdicts.get("no_answer", 0)
+        written = f"{first.answer!r} for the label {first.label}" if first else "?"
+        title = (
+            f"Answer format: {unmarked}/{total} responses end without '#### <number>' in their last 300 characters "
+            f"(they were not cut off), so {scope}"
+            if unmarked * 2 >= n
+            else f"Answer format: the model writes the label's number in another form ({written}), so {scope}"
+        )
+        fix = (
+            "Make the model answer as '#### <number>': keep the GSM8K instruction in every prompt (convert_gsm8k.py "
+            'adds it: output the final answer after "####"), or switch to a judger for the format the model uses '
+            "(e.g. DapoMathJudgerConfig for \\boxed{}). The labels are not the problem."
+        )
+    elif cause == "truncation":
+        limit = cfg.get("max_tokens")
+        where = f"; SampleParams.max_tokens = {limit} at {cfg.where('max_tokens')}" if limit is not None else ""
+        title = (
+            f"Truncation: {n}/{total} responses were cut at the length limit ({learn.response_len_max} tokens"
+            f"{where}) before they wrote '#### <number>', so {scope}"
+        )
+        fix = (
+            f"Raise SampleParams.max_tokens (max_response_length) above {learn.response_len_max} and keep "
+            "RolloutConfig.context_length >= longest prompt + max response; or ask for shorter reasoning in the "
+            "prompt. Neither the labels nor the answer format are the cause: the rule never saw these answers."
+        )
+    else:
+        title = f"Judge: {n} responses whose '#### <number>' equals the label scored 0, so {scope}"
+        fix = (
+            "The data and the answers agree; the judge does not credit them. Check the judger config: "
+            "GSM8KJudgerConfig's extra_info (score 1, format_score 0 by default), a custom reward_handler, or a "
+            "judger_name that sends these samples to another judger (data_source 'openai/gsm8k')."
+        )
+    fid, _name, owner, category, source = _CAUSE_META[cause]
+    return _f(
+        fid,
+        "reward_always_zero",
+        category,
+        "blocker" if n_steps else "warning",
+        title,
+        f"XTuner's GSM8K rule (last '#### <number>' in the last 300 characters, ',' and '$' removed, equal to the "
+        f"label as a string) re-applied to {_verdicts(check)}; e.g. {_quote(ex)}",
+        fix,
+        source,
+        owner=owner,
+    )
 
 
 def _signal(learn: Learning) -> list[Finding]:
@@ -128,8 +241,22 @@ def _signal(learn: Learning) -> list[Finding]:
     if pct is None or pct < NO_SIGNAL_WARN_PCT:
         return []
     zero = learn.all_zero_groups_pct_last or 0.0
-    lean = "too hard (all 0)" if zero >= pct / 2 else "too easy (all solved)"
     k = learn.group_size
+    cause = _zeroing_cause(learn.judge_check)
+    if cause is not None and zero >= pct / 2:
+        fid, name = _CAUSE_META[cause][:2]
+        lean = f"the judge cannot credit the answers ({name}), so the prompts only look hard"
+        fix = (
+            f"Fix the {name} first ({fid}): the groups are all 0 because of it, and more samples per prompt or "
+            "easier prompts would score 0 the same way."
+        )
+    else:
+        lean = "too hard (all 0)" if zero >= pct / 2 else "too easy (all solved)"
+        fix = (
+            f"Raise prompt_repeat_k (now {k}) so groups see both outcomes, filter the dataset to prompts of medium "
+            "difficulty, or add a sample filter that drops equal-reward groups; a reward with partial credit "
+            "(format_score) also breaks ties."
+        )
     return [
         _f(
             "learn.groups_no_signal",
@@ -138,19 +265,29 @@ def _signal(learn: Learning) -> list[Finding]:
             "warning",
             f"{pct:.0f}% of GRPO groups carry no signal: every sample of the prompt got the same reward",
             f"last {learn.window} step(s): {pct}% of groups have equal rewards ({zero}% all zero); samples per group "
-            f"(prompt_repeat_k) = {k}; most such prompts look {lean}",
-            f"Raise prompt_repeat_k (now {k}) so groups see both outcomes, filter the dataset to prompts of medium "
-            "difficulty, or add a sample filter that drops equal-reward groups; a reward with partial credit "
-            "(format_score) also breaks ties.",
+            f"(prompt_repeat_k) = {k}; most such prompts: {lean}",
+            fix,
             "xtuner/v1/train/rl_trainer.py:1107-1111",
         )
     ]
+
+
+def _zeroing_cause(check: JudgeCheck | None) -> RewardCause | None:
+    """The judge failure behind all-zero groups: no sample was credited, or it makes half the zeros (else wrong
+    answers dominate and the prompts may well be hard)."""
+    if check is None or check.cause is None:
+        return None
+    if not check.verdicts.get("rewarded") or check.cause_samples * 2 >= check.zero_reward_samples:
+        return check.cause
+    return None
 
 
 def _truncation(learn: Learning) -> list[Finding]:
     pct = learn.truncated_pct_last
     if pct is None or pct < TRUNCATED_WARN_PCT:
         return []
+    if learn.judge_check is not None and learn.judge_check.cause == "truncation":
+        return []  # the cause finding says it, first
     return [
         _f(
             "learn.responses_truncated",
@@ -191,23 +328,28 @@ def _entropy(learn: Learning) -> list[Finding]:
 
 def _samples(inp: Inputs, learn: Learning) -> list[Finding]:
     out: list[Finding] = []
-    per_step = _samples_per_step(inp)
+    groups, groups_from = _groups_per_step(inp)
     for kind, v in learn.async_last.items():
-        limit = max(ASYNC_WARN_ABS, ASYNC_WARN_SHARE * per_step) if per_step else ASYNC_WARN_ABS
+        limit = max(ASYNC_WARN_MIN_GROUPS, ASYNC_WARN_SHARE * groups) if groups else ASYNC_WARN_MIN_GROUPS
         if v < limit:
             continue
+        counted = "groups" if kind != "failed" else "groups (plus failed samples discarded in the window)"
+        against = f", against {groups:.0f} groups trained per step" if groups else ""
         out.append(
             _f(
                 f"async.{kind}_samples",
                 "async_samples_piling_up",
                 "staleness_or_partial_rollout",
                 "warning",
-                f"{kind.capitalize()} samples pile up: {v:.0f} per step over the last steps",
-                f"async/{kind}_samples mean {v} per step (warn at {limit:.0f}: {ASYNC_WARN_SHARE:.0%} of "
-                f"{per_step:.0f} trained samples or {ASYNC_WARN_ABS:.0f}); top errors: "
+                f"{kind.capitalize()} groups pile up in the replay buffer: {v:.0f} left after each step{against}",
+                f"async/{kind}_samples counts {counted} still in the replay buffer after the step took its batch, not "
+                "samples per step (xtuner/v1/rl/agent_loop_manager/produce_utils.py:352-358, "
+                f"xtuner/v1/rl/replay_buffer.py:644-655); mean {v} over the last steps, warn at {limit:.0f} = "
+                f"max({ASYNC_WARN_MIN_GROUPS:.0f}, {ASYNC_WARN_SHARE:.0%} of {groups:.0f} groups per step from "
+                f"{groups_from}); top errors: "
                 + ("; ".join(f"{e.message} ({e.count})" for e in learn.top_errors[:2]) or "none recorded"),
                 _ASYNC_FIX[kind],
-                "xtuner/v1/train/rl_trainer.py:1360-1362",
+                "xtuner/v1/train/rl_trainer.py:1358-1363",
             )
         )
     bad = {k: v for k, v in learn.status_counts.items() if k in ("failed", "aborted")}
@@ -251,40 +393,24 @@ _ASYNC_FIX = {
 }
 
 
-def _samples_per_step(inp: Inputs) -> float:
-    for tag in ("response/training_samples", "response/batch_size"):
-        vals = [v for s, v in inp.tracker.series(tag).items() if s > 0]
-        if vals:
-            return sum(vals[-5:]) / len(vals[-5:])
-    counts = [f.samples for f in inp.train]
-    return sum(counts[-5:]) / len(counts[-5:]) if counts else 0.0
+def _groups_per_step(inp: Inputs) -> tuple[float, str]:
+    """Groups a step trains: the newest trajectory files' group count, else the config's train_batch_size (prompt
+    groups per step: produce_batch takes that many stored groups, rl_trainer.py:1728,
+    replay_buffer.py:638-641); (0, 'unknown') without either."""
+    files = sorted(inp.train, key=lambda f: f.step)[-5:]
+    if files and any(f.groups for f in files):
+        return sum(f.groups for f in files) / len(files), "the trajectory files"
+    configured = inp.config.count("train_batch_size")
+    if configured is not None:
+        return float(configured), f"train_batch_size at {inp.config.where('train_batch_size')}"
+    return 0.0, "unknown"
 
 
 def _eval(inp: Inputs, prog: Progress, learn: Learning) -> list[Finding]:
     table = eval_table(inp)
     step = prog.last_step or 0
     if not table:
-        if step < EVAL_MIN_STEPS:
-            return []
-        return [
-            _f(
-                "eval.never_ran",
-                "eval_not_run",
-                "eval_or_interval_config",
-                "warning",
-                f"No evaluation after {step} steps: no eval/* scalars and no eval_rollout files",
-                f"last step {step}; eval_rollout files: {len(inp.layout.eval_files)}; tracker eval tags: none"
-                + (
-                    "; log: 'Final train step reached without scheduled evaluation'"
-                    if inp.logs.final_without_eval
-                    else ""
-                ),
-                "Set enable_evaluate=True with eval_agent_loop_manager_cfg and evaluator_config, and evaluate_step to a "
-                f"multiple of sync_weights_interval no larger than total_train_steps ({prog.total_steps}); "
-                "enable_initial_evaluate=True gives a step-0 baseline.",
-                "xtuner/v1/train/rl_trainer.py:1760",
-            )
-        ]
+        return _no_eval(inp, prog, step)
     out: list[Finding] = []
     for name in ("accuracy", *[k for k in learn.eval_best if k != "accuracy"]):
         if name not in learn.eval_latest or name not in learn.eval_best:
@@ -307,6 +433,62 @@ def _eval(inp: Inputs, prog: Progress, learn: Learning) -> list[Finding]:
             )
         break
     return out
+
+
+def _no_eval(inp: Inputs, prog: Progress, step: int) -> list[Finding]:
+    """No evaluation found: judged against the run's config when it was read (an eval is due at every multiple of
+    evaluate_step, rl_trainer.py:1760, and at step 0 with enable_initial_evaluate, :701,1708), else after
+    EVAL_MIN_STEPS steps."""
+    cfg = inp.config
+    enabled, every = cfg.get("enable_evaluate"), cfg.count("evaluate_step")
+    if enabled is False:
+        return [
+            _f(
+                "eval.disabled",
+                "eval_not_run",
+                "eval_or_interval_config",
+                "info",
+                f"Evaluation is off in the run's config (enable_evaluate=False at {cfg.where('enable_evaluate')})",
+                f"config {cfg.path}; last step {step}; no eval/* scalars and no eval_rollout files",
+                "Set enable_evaluate=True with eval_agent_loop_manager_cfg and evaluator_config to see held-out "
+                "accuracy per evaluate_step.",
+                "xtuner/v1/train/rl_trainer.py:1760",
+            )
+        ]
+    scheduled = enabled is True and every is not None
+    if enabled is True and every is not None:
+        initial = cfg.get("enable_initial_evaluate") is True
+        due = step // every + int(initial)
+        if not due:
+            return []
+        expected = (
+            f"the config evaluates every {every} step(s) (evaluate_step at {cfg.where('evaluate_step')})"
+            + (" and before training (enable_initial_evaluate)" if initial else "")
+            + f": {due} evaluation(s) due by step {step}"
+        )
+    elif step < EVAL_MIN_STEPS:
+        return []
+    else:
+        why = cfg.note or "; ".join(cfg.unresolved[:2]) or "enable_evaluate/evaluate_step not read"
+        expected = f"the run's evaluation schedule is unknown ({why}), so this warns after {EVAL_MIN_STEPS} steps"
+    return [
+        _f(
+            "eval.never_ran",
+            "eval_not_run",
+            "eval_or_interval_config",
+            "warning",
+            f"No evaluation after {step} steps: no eval/* scalars and no eval_rollout files",
+            f"last step {step}; {expected}; eval_rollout files: {len(inp.layout.eval_files)}; tracker eval tags: none"
+            + ("; log: 'Final train step reached without scheduled evaluation'" if inp.logs.final_without_eval else ""),
+            "Evaluation was due but did not run: check the rank logs around those steps for an eval error "
+            "(diagnose_symptom), and that eval_agent_loop_manager_cfg and evaluator_config are set."
+            if scheduled
+            else "Set enable_evaluate=True with eval_agent_loop_manager_cfg and evaluator_config, and evaluate_step to "
+            f"a multiple of sync_weights_interval no larger than total_train_steps ({prog.total_steps}); "
+            "enable_initial_evaluate=True gives a step-0 baseline.",
+            "xtuner/v1/train/rl_trainer.py:1760",
+        )
+    ]
 
 
 def _outputs(inp: Inputs, prog: Progress) -> list[Finding]:

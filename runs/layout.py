@@ -204,6 +204,11 @@ def _meta_exp_dir(work_dir: Path, paths: PathPolicy, notes: list[str]) -> tuple[
     return None, None
 
 
+def _stamped(work_dir: Path) -> list[str]:
+    """The ``<YYYYmmddHHMMSS>`` experiment directories of a work dir, oldest first."""
+    return sorted(e.name for e in _entries(work_dir) if EXP_DIR_RE.match(e.name) and _dir_like(e))
+
+
 def find_experiment(raw: str, paths: PathPolicy, experiment: str | None = None) -> RunLayout:
     """Resolve a work dir or an experiment dir to one experiment (newest by default) and list its outputs."""
     root = paths.check(raw, kind="dir", what="path")
@@ -215,8 +220,10 @@ def find_experiment(raw: str, paths: PathPolicy, experiment: str | None = None) 
                 "Pass the <YYYYmmddHHMMSS> name only; outputs.experiments lists them.",
             )
         exp = paths.check(str(root / experiment), kind="dir", what="experiment")
-        return describe(exp, root, paths)
-    stamped = sorted(e.name for e in _entries(root) if EXP_DIR_RE.match(e.name) and _dir_like(e))
+        named = describe(exp, root, paths)
+        named.experiments = _stamped(root)
+        return named
+    stamped = _stamped(root)
     if _is_exp_dir(root) and not stamped:
         return describe(root, root.parent, paths)
     notes: list[str] = []

@@ -23,7 +23,9 @@ from ..core.files import refusal
 from ..core.limits import UNLIMITED, CallLimits
 from .tensorboard import read_scalars
 
-#: Scalars read by name. Keys are the tracker tags (rl_trainer.py:1346, 1358-1363, 1378, 1400-1401, 1421).
+#: Scalars read by name. Keys are the tracker tags (rl_trainer.py:1346, 1358-1363, 1378, 1400-1401, 1421). The
+#: training_samples count of data_info is not among them: _log_step keeps it out of the response/* scalars
+#: (rl_trainer.py:1367-1378); response/batch_size carries the same number (:1262-1263).
 TAGS = (
     "time/step",
     "time/produce_batch",
@@ -36,7 +38,6 @@ TAGS = (
     "response/advantages/max",
     "response/response_len/mean",
     "response/response_len/max",
-    "response/training_samples",
     "response/batch_size",
     "entropy/rollout",
     "entropy/train",

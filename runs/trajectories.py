@@ -13,7 +13,9 @@ at a time and each block is decoded by ONE typed ``msgspec`` call as a JSON arra
 used here (everything else -- prompts, payloads, agent traces -- is skipped by the decoder without building
 objects); a block that does not decode goes line by line, and a line that still fails is counted as unreadable.
 Memory per file is bounded: the group table (one small list per ``group_id``, at most ``MAX_GROUPS``) and capped
-counters.
+counters. Each GSM8K sample is judged again by XTuner's rule (:func:`gsm8k_verdict`), so a reward of 0 can be told
+apart as a wrong answer, a label or answer format the exact match cannot meet, a cut-off response, or a judge that
+scores a matching answer 0.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,7 @@ from msgspec import Struct
 
 from ..core import PathPolicy, open_guarded
 from ..core.limits import UNLIMITED, CallLimits
+from ..scanners.jsonl_contract import GSM8K_ANSWER_RE, gsm8k_label_code
 
 BLOCK_BYTES = 1 << 20
 MAX_LINE_BYTES = 64 << 20
@@ -36,10 +40,22 @@ MAX_GROUPS = 1 << 20
 MAX_ERROR_KEYS = 200
 EXAMPLE_CHARS = 240
 
-#: The GSM8K judger credits only '#### <number>' found in the last 300 characters (xtuner/v1/rl/judger/gsm8k.py:29-34).
+#: The GSM8K judger reads only the last 300 characters of a response (xtuner/v1/rl/judger/gsm8k.py:7,29-30).
 GSM8K_TAIL_CHARS = 300
-GSM8K_ANSWER_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
 GSM8K_SOURCES = ("openai/gsm8k", "gsm8k")
+#: Characters of a label or an answer a verdict example keeps (a number is short; anything longer is cut).
+LABEL_CHARS = 40
+#: What the GSM8K judger rule says about one train sample, see :func:`gsm8k_verdict`.
+VERDICTS = (
+    "rewarded",
+    "wrong",
+    "label_format",
+    "answer_form",
+    "no_answer",
+    "no_answer_truncated",
+    "judge_zero",
+    "rewarded_unmatched",
+)
 #: ``finish_reason`` of a response cut at max_tokens (xtuner/v1/data_proto/rl_data.py:202,220; rollout/worker.py:885).
 LENGTH_REASON = "length"
 
@@ -61,6 +77,68 @@ class _Rec(Struct, gc=False):
 
 _LINE = msgspec.json.Decoder(_Rec)
 _BLOCK = msgspec.json.Decoder(list[_Rec])
+
+
+@dataclass(frozen=True)
+class VerdictExample:
+    """One sample behind a verdict, for quoting: its label, the judged answer and the end of the response."""
+
+    label: str  # repr of the label as the file holds it ("'72.0'", '72', 'None')
+    label_code: str | None  # the data-contract code of the label (gsm8k_label_code)
+    answer: str | None
+    tail: str
+
+
+def gsm8k_answer(response: str) -> str | None:
+    """The answer XTuner's GSM8K judger extracts: the last '#### <number>' within the last 300 characters, with ','
+    and '$' removed (``extract_solution``, xtuner/v1/rl/judger/gsm8k.py:29-39)."""
+    found = GSM8K_ANSWER_RE.findall(response[-GSM8K_TAIL_CHARS:])
+    return found[-1].replace(",", "").replace("$", "") if found else None
+
+
+def _same_number(answer: str, label: Any) -> bool:
+    """Whether the answer and the label name the same number though their strings differ ('72' and '72.0')."""
+    if isinstance(label, bool) or not isinstance(label, str | int | float):
+        return False
+    text = str(label).replace(",", "").strip()
+    if len(text) > LABEL_CHARS or len(answer) > LABEL_CHARS:
+        return False
+    try:
+        return Decimal(answer) == Decimal(text)
+    except InvalidOperation:
+        return False
+
+
+def _shown(label: Any) -> str:
+    """A label for quoting, at most LABEL_CHARS long (a huge one is cut before it is copied)."""
+    if isinstance(label, str):
+        return repr(label[:LABEL_CHARS])
+    if label is None or isinstance(label, bool | int | float):
+        return repr(label)[:LABEL_CHARS]
+    return f"<a JSON {type(label).__name__}>"
+
+
+def gsm8k_verdict(response: str, label: Any, reward: float | None, truncated: bool) -> str:
+    """The GSM8K judger's rule applied to one sample -- the answer compared as an exact string with the label
+    (``compute_reward``, gsm8k.py:70-77) -- and what the outcome says about a reward of 0:
+
+    ``rewarded`` answer == label and scored; ``wrong`` another number; ``label_format`` the same number, but the label
+    is written in a form a model does not write ('72.0', 72, '1,000': the data-contract codes of
+    ``gsm8k_label_code``); ``answer_form`` the same number, a canonical label, the model writing it otherwise
+    ('72.00'); ``no_answer`` / ``no_answer_truncated`` no '#### <number>' in the tail, the response ended by itself /
+    cut at the length limit; ``judge_zero`` answer == label and still 0; ``rewarded_unmatched`` scored though the rule
+    finds no match (the run is judged by something else)."""
+    answer = gsm8k_answer(response)
+    scored = reward is not None and reward > 0
+    if answer is not None and isinstance(label, str) and answer == label:
+        return "rewarded" if scored else "judge_zero"
+    if scored:
+        return "rewarded_unmatched"
+    if answer is None:
+        return "no_answer_truncated" if truncated else "no_answer"
+    if _same_number(answer, label):
+        return "label_format" if gsm8k_label_code(label) else "answer_form"
+    return "wrong"
 
 
 @dataclass
@@ -88,9 +166,8 @@ class FileStats:
     response_len_sum: int = 0
     response_len_n: int = 0
     response_len_max: int = 0
-    gsm8k_samples: int = 0
-    gsm8k_unformatted: int = 0
-    unformatted_examples: list[str] = field(default_factory=list)
+    gsm8k_verdicts: dict[str, int] = field(default_factory=dict)  # verdict -> GSM8K samples, see gsm8k_verdict
+    gsm8k_examples: dict[str, list[VerdictExample]] = field(default_factory=dict)  # first two per verdict
     group_sizes: dict[int, int] = field(default_factory=dict)
 
     @property
@@ -127,7 +204,8 @@ class _Scan:
             st.samples += 1
             s = r.status or "unknown"
             status[s] = status.get(s, 0) + 1
-            if r.finish_reason == LENGTH_REASON:
+            truncated = r.finish_reason == LENGTH_REASON
+            if truncated:
                 st.truncated += 1
             if r.error_msg:
                 self._error(r.error_msg)
@@ -151,7 +229,7 @@ class _Scan:
                     elif len(groups) < MAX_GROUPS:
                         groups[g] = [reward]
             if r.data_source in GSM8K_SOURCES and r.response is not None:
-                self._gsm8k(r.response, reward)
+                self._gsm8k(r.response, label, reward, truncated)
 
     def _reward(self, x: float) -> None:
         st = self.st
@@ -171,14 +249,15 @@ class _Scan:
         if key in errors or len(errors) < MAX_ERROR_KEYS:
             errors[key] = errors.get(key, 0) + 1
 
-    def _gsm8k(self, response: str, reward: float | None) -> None:
-        st = self.st
-        st.gsm8k_samples += 1
-        if GSM8K_ANSWER_RE.search(response[-GSM8K_TAIL_CHARS:]) is None:
-            st.gsm8k_unformatted += 1
-            if len(st.unformatted_examples) < 2 and not reward:
-                text = response.strip().replace("\n", " ")
-                st.unformatted_examples.append(("…" + text[-EXAMPLE_CHARS:]) if len(text) > EXAMPLE_CHARS else text)
+    def _gsm8k(self, response: str, label: Any, reward: float | None, truncated: bool) -> None:
+        verdicts = self.st.gsm8k_verdicts
+        verdict = gsm8k_verdict(response, label, reward, truncated)
+        verdicts[verdict] = verdicts.get(verdict, 0) + 1
+        examples = self.st.gsm8k_examples.setdefault(verdict, [])
+        if len(examples) < 2:
+            text = response.strip().replace("\n", " ")
+            tail = ("…" + text[-EXAMPLE_CHARS:]) if len(text) > EXAMPLE_CHARS else text
+            examples.append(VerdictExample(_shown(label), gsm8k_label_code(label), gsm8k_answer(response), tail))
 
     def line(self, raw: bytes) -> None:
         if not raw.strip():

@@ -65,6 +65,21 @@ DAPO_ANSWER_RE = re.compile(r"(?i)answer\s*:")
 
 #: The final answer in a GSM8K solution text, the way XTuner's converter takes it (convert_gsm8k.py:11-16).
 GSM8K_ANSWER_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
+
+
+def gsm8k_label_code(ground_truth: Any) -> str | None:
+    """The data-contract code of a GSM8K ground truth the judger's exact string match (gsm8k.py:34-39,74) cannot
+    meet, or meets only when the model writes this very form; None for a bare canonical number ("72", "-3", "0.5").
+    One rule for check_reward_data (the data file) and inspect_run (the labels a run was judged against)."""
+    if not isinstance(ground_truth, str):
+        return "gsm8k_ground_truth_not_string"
+    if not GSM8K_GT_RE.fullmatch(ground_truth):
+        return "gsm8k_ground_truth_format"
+    if ground_truth == "-0" or not GSM8K_CANONICAL_RE.fullmatch(ground_truth):
+        return "gsm8k_ground_truth_noncanonical"
+    return None
+
+
 #: Codes of a line without a usable ground truth, and the fields (JSON pointer, key path) a GSM8K-style
 #: ``#### <n>`` solution can be read from to derive it.
 GT_MISSING_CODES = frozenset({"missing_reward_model", "missing_ground_truth", "empty_ground_truth"})

@@ -13,9 +13,8 @@ from msgspec import UNSET
 from .jsonl_contract import (
     DAPO_ANSWER_RE,
     EXPECTED_SOURCE,
-    GSM8K_CANONICAL_RE,
-    GSM8K_GT_RE,
     KNOWN_SOURCES,
+    gsm8k_label_code,
     type_name,
 )
 from .jsonl_results import Stats, bump, record_prompt
@@ -178,15 +177,12 @@ def _judger_rules(
             )
         )
     if line_judger == "gsm8k":
-        if has_gt and not isinstance(gt, str):
-            issues.append(
-                ("gsm8k_ground_truth_not_string", p, f"ground_truth is a JSON {type_name(gt)} ({gt!r})"[:120])
-            )
-        elif has_gt and not GSM8K_GT_RE.fullmatch(gt):
-            issues.append(
-                ("gsm8k_ground_truth_format", p, f"{gt!r} can never equal the number taken from '#### <n>'"[:160])
-            )
-        elif has_gt and (not GSM8K_CANONICAL_RE.fullmatch(gt) or gt == "-0"):
+        code = gsm8k_label_code(gt) if has_gt else None
+        if code == "gsm8k_ground_truth_not_string":
+            issues.append((code, p, f"ground_truth is a JSON {type_name(gt)} ({gt!r})"[:120]))
+        elif code == "gsm8k_ground_truth_format":
+            issues.append((code, p, f"{gt!r} can never equal the number taken from '#### <n>'"[:160]))
+        elif code == "gsm8k_ground_truth_noncanonical":
             issues.append(
                 (
                     "gsm8k_ground_truth_noncanonical",

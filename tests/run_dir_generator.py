@@ -20,10 +20,13 @@ What is written, and the writer code it follows (xtuner/v1/...):
   (:1501-1565), written only at steps that evaluate (``train_step % evaluate_step == 0``, :1760; step 0 with the
   initial eval, :880-883);
 * ``checkpoints/ckpt-step-<n>/train_state.json`` (rl_trainer.py:789-812), ``hf/hf-step-<n>/`` (:842-846);
-* ``otel/<run_id>/traces/traces.jsonl`` when tracing is on (rl_trainer.py:648-649; rl/trace/runtime.py:434-441).
+* ``otel/<run_id>/traces/traces.jsonl`` when tracing is on (rl_trainer.py:648-649; rl/trace/runtime.py:434-441);
+* ``<work_dir>/config.py``, the copy of the config the launch scripts make before they start the trainer
+  (examples/v1/scripts/run_rl.sh:147), when asked for.
 
-Rewards follow the GSM8K judger: 1 when the last '#### <number>' of the response equals the label, else 0
-(rl/judger/gsm8k.py:29-34,70-77).
+Rewards are the GSM8K judger's, computed from the text written: 1 when the last '#### <number>' within the last 300
+characters of the response, ',' and '$' removed, equals the label as a string, else 0 (rl/judger/gsm8k.py:7,29-39,
+70-77). The async/* scalars count groups left in the replay buffer (rl/agent_loop_manager/produce_utils.py:352-358).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import json
 import math
 import os
 import random
+import re
+import shutil
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,6 +44,10 @@ from pathlib import Path
 from typing import Literal
 
 GSM8K_SOURCE = "openai/gsm8k"
+#: XTuner's GSM8K judger, written out here on its own (gsm8k.py:7,29-39,70-77): the test data does not borrow the
+#: rule from the code under test.
+_JUDGE_TAIL = 300
+_JUDGE_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
 FILLER = (
     "Let me work through this step by step. First I read the question carefully and note the quantities. "
     "Then I combine them in the order the problem describes and check each intermediate result. "
@@ -64,18 +73,28 @@ class RunSpec:
     hf_interval: int | None = None
     response_chars: int = 300
     seed: int = 0
+    config_copy: bool = False  # write <work_dir>/config.py as run_rl.sh does (and the env it reads into env.json)
+    step_in_progress: bool = False  # the run has started step steps+1 and written nothing since
     # planted problems
     judger_format: bool = False  # answers as \boxed{} instead of '#### n': every reward 0
+    label_suffix: str = ""  # labels written as '<n><suffix>' ('72.0') while correct answers say '#### <n>'
+    judge_zero: bool = False  # the judge scores 0 even where the answer equals the label (e.g. extra_info score 0)
+    correct_share: float | None = None  # share of right answers (default: rising from 0.25 to 0.7 over the run)
     equal_groups: bool = False  # each prompt's samples all get the same reward
-    truncate_share: float = 0.0  # share of responses cut at max_tokens (finish_reason 'length')
+    truncate_share: float = 0.0  # share of responses cut at max_tokens (finish_reason 'length') before '####'
     entropy_collapse: bool = False
-    async_pile: bool = False  # expired/aborted samples grow step by step
+    async_pile: int = 0  # expired groups left in the replay buffer grow by this many per step (aborted by half)
     eval_failed_share: float = 0.0  # eval samples that failed with an error_msg
     missing_labels: int = 0  # train samples per step without label
     trace_enabled: bool = False
     trace_written: bool = True
     log_error: str | None = None  # a last error line for rank_0.log
     accuracy_drop: bool = False  # eval accuracy falls at the end
+
+
+def _judge(response: str, label: str) -> float:
+    found = _JUDGE_RE.findall(response[-_JUDGE_TAIL:])
+    return 1.0 if found and found[-1].replace(",", "").replace("$", "") == label else 0.0
 
 
 def _exp_name(t: float) -> str:
@@ -101,25 +120,26 @@ class _Gen:
     # ---------------------------------------------------------------- samples
     def p_correct(self, step: int) -> float:
         s = self.spec
-        return 0.25 + 0.45 * step / max(1, s.total_steps)
+        return s.correct_share if s.correct_share is not None else 0.25 + 0.45 * step / max(1, s.total_steps)
 
-    def response(self, label: str, correct: bool, truncated: bool) -> tuple[str, int]:
+    def response(self, number: str, correct: bool, truncated: bool) -> tuple[str, int]:
         s = self.spec
         body = (FILLER * (1 + s.response_chars // len(FILLER)))[: s.response_chars]
         if truncated:
             return body, s.max_tokens
         if s.judger_format:
-            return f"{body} The answer is \\boxed{{{label}}}.", self.rng.randint(60, s.max_tokens // 2)
-        answer = label if correct else str(int(label) + 1)
+            return f"{body} The answer is \\boxed{{{number}}}.", self.rng.randint(60, s.max_tokens // 2)
+        answer = number if correct else str(int(number) + 1)
         return f"{body}\n#### {answer}", self.rng.randint(60, s.max_tokens // 2)
 
     def sample(self, step: int, gid: int, rid: int, group_correct: bool | None, *, evaluate: bool) -> dict:
         s = self.spec
-        label = str(self.rng.randint(2, 999))
+        number = str(self.rng.randint(2, 999))
+        label = number + s.label_suffix
         truncated = self.rng.random() < s.truncate_share
         correct = group_correct if group_correct is not None else self.rng.random() < self.p_correct(step)
-        text, n = self.response(label, correct, truncated)
-        reward = 1.0 if (not truncated and not s.judger_format and correct) else 0.0
+        text, n = self.response(number, correct, truncated)
+        reward = 0.0 if s.judge_zero else _judge(text, label)
         status, finish, error = "completed", ("length" if truncated else "stop"), None
         if evaluate and self.rng.random() < s.eval_failed_share:
             status, finish, error, text, n, reward = "failed", "error", f"Rollout request {rid} failed: 500", "", 0, 0.0
@@ -212,11 +232,12 @@ class _Gen:
         return 0.6 * math.exp(-6 * frac) if self.spec.entropy_collapse else 0.6 - 0.15 * frac
 
     def async_counts(self, step: int) -> dict[str, float]:
-        s = self.spec
-        pile = 3 * step if s.async_pile else 0
+        """Groups per status left in the replay buffer after the step took its batch
+        (rl/agent_loop_manager/produce_utils.py:352-358)."""
+        pile = self.spec.async_pile * step
         return {
             "async/init_samples": 0,
-            "async/completed_samples": s.groups * s.k,
+            "async/completed_samples": 0,
             "async/aborted_samples": pile // 2,
             "async/expired_samples": pile,
             "async/failed_samples": 0,
@@ -264,6 +285,8 @@ def _step(g: _Gen, step: int, t0: float, tracker_rows: list[tuple[int, dict]]) -
     eval_info: dict[str, float] = {}
     if s.evaluate_step and step % s.evaluate_step == 0:
         eval_info = _evaluate(g, step)
+        timers["evaluation"] = 0.1 * s.step_time_s  # timer("evaluation", ...) inside the step, :1761
+        scalars["time/evaluation"] = timers["evaluation"]
         scalars.update({f"eval/{k}": v for k, v in eval_info.items()})  # :1421
     timing = "\n".join(f" - {k:<25}: {v:.2f}s" for k, v in timers.items())
     stats = "\n".join(f"- {k:<25}: {v:.4f}" for k, v in data.items())
@@ -297,6 +320,9 @@ def _evaluate(g: _Gen, step: int) -> dict[str, float]:
 
 def _write_env(g: _Gen) -> None:
     env = {"WORK_DIR": str(g.work_dir), "XTUNER_USE_LMDEPLOY": "1", "PYTHONPATH": "/opt/xtuner"}
+    if g.spec.config_copy:  # what run_rl.sh exports for the config to read (run_rl.sh:54-56)
+        env.update({"MODEL_PATH": "/models/Qwen3-8B", "DATA_PATH": "/data/gsm8k/train.jsonl"})
+        env["EVAL_DATA_PATH"] = "/data/gsm8k/test.jsonl"
     if g.spec.trace_enabled:  # rl/trace/runtime.py:434-461
         run_id = f"{datetime.fromtimestamp(g.start).strftime('%Y%m%d-%H%M%S')}-4242-0a1b2c3d"
         traces = g.exp / "otel" / run_id / "traces" / "traces.jsonl"
@@ -320,6 +346,102 @@ def _write_env(g: _Gen) -> None:
     g.logs.mkdir(parents=True, exist_ok=True)
     with (g.logs / "env.json").open("w") as f:
         json.dump(env, f, indent=2)
+
+
+#: The config a GSM8K GRPO run loads, in the shape of examples/v1/config/rl_grpo_gsm8k_judge.py (our own text).
+CONFIG_TEMPLATE = """\
+import os
+from pathlib import Path
+
+from xtuner.v1.data_proto.rl_data import SampleParams
+from xtuner.v1.datasets.config import DataloaderConfig, DatasetConfig
+from xtuner.v1.datasets.rl_tokenize_fn import RLTextTokenizeFnConfig
+from xtuner.v1.model import get_model_config_from_hf
+from xtuner.v1.rl.agent_loop import SingleTurnAgentLoopConfig
+from xtuner.v1.rl.agent_loop_manager import AgentLoopManagerConfig, SamplerConfig, SyncProduceStrategyConfig
+from xtuner.v1.rl.agent_loop_manager import TaskSpecConfig
+from xtuner.v1.rl.evaluator import EvaluatorConfig
+from xtuner.v1.rl.judger import GSM8KJudgerConfig
+from xtuner.v1.rl.rollout.worker import RolloutConfig
+from xtuner.v1.rl.trainer import WorkerConfig
+from xtuner.v1.rl.utils import AcceleratorResourcesConfig
+from xtuner.v1.train.rl_trainer import RLColocateTrainerConfig
+
+work_dir = os.environ["WORK_DIR"]
+model_path = os.environ["MODEL_PATH"]
+data_path = os.environ["DATA_PATH"]
+eval_data_path = os.environ["EVAL_DATA_PATH"]
+
+total_train_steps = {total_steps}
+evaluate_step = {evaluate_step}
+train_batch_size = int(os.environ.get("TRAIN_BATCH_SIZE", {groups}))
+prompt_repeat_k = {k}
+max_prompt_length = 512
+max_response_length = {max_tokens}
+
+resources = AcceleratorResourcesConfig(accelerator="GPU", num_workers=8, num_cpus_per_worker=12)
+rollout_config = RolloutConfig(
+    env="gsm8k_grpo",
+    device=resources.accelerator,
+    model_path=model_path,
+    context_length=max_prompt_length + max_response_length,
+)
+judger_config = GSM8KJudgerConfig(judger_name="openai/gsm8k")
+train_worker_cfg = WorkerConfig(model_cfg=get_model_config_from_hf(Path(model_path)), load_from=model_path)
+tokenize_fn = RLTextTokenizeFnConfig(max_length=max_prompt_length)
+train_set = DatasetConfig(name="gsm8k", anno_path=data_path)
+eval_set = DatasetConfig(name="gsm8k", anno_path=eval_data_path)
+train_data = DataloaderConfig(dataset_config_list=[{{"dataset": train_set, "tokenize_fn": tokenize_fn}}])
+eval_data = DataloaderConfig(dataset_config_list=[{{"dataset": eval_set, "tokenize_fn": tokenize_fn}}])
+train_params = SampleParams(max_tokens=max_response_length, temperature=1.0)
+eval_params = SampleParams(max_tokens=max_response_length, temperature=0.0, top_k=1)
+agent_loop_manager_cfg = AgentLoopManagerConfig(
+    tasks=TaskSpecConfig(
+        task_name="train_task",
+        agent_loop_config=SingleTurnAgentLoopConfig(hf_checkpoint=model_path, sample_params=train_params),
+        judger_config=judger_config,
+        produce_strategy_config=SyncProduceStrategyConfig(),
+        sampler_config=SamplerConfig(dataloader_cfg=train_data, prompt_repeat_k=prompt_repeat_k),
+    ),
+)
+eval_agent_loop_manager_cfg = AgentLoopManagerConfig(
+    tasks=TaskSpecConfig(
+        task_name="eval_task",
+        agent_loop_config=SingleTurnAgentLoopConfig(hf_checkpoint=model_path, sample_params=eval_params),
+        judger_config=judger_config,
+        sampler_config=SamplerConfig(dataloader_cfg=eval_data, prompt_repeat_k=1),
+    ),
+)
+
+trainer = RLColocateTrainerConfig(
+    resources=resources,
+    train_worker_cfg=train_worker_cfg,
+    rollout_config=rollout_config,
+    tokenizer_path=model_path,
+    agent_loop_manager_cfg=agent_loop_manager_cfg,
+    eval_agent_loop_manager_cfg=eval_agent_loop_manager_cfg,
+    evaluator_config=EvaluatorConfig(),
+    load_from=model_path,
+    total_train_steps=total_train_steps,
+    train_batch_size=train_batch_size,
+    enable_evaluate={enable_evaluate},
+    evaluate_step=evaluate_step,
+    work_dir=work_dir,
+)
+"""
+
+
+def _write_config(g: _Gen) -> None:
+    s = g.spec
+    text = CONFIG_TEMPLATE.format(
+        total_steps=s.total_steps,
+        evaluate_step=s.evaluate_step or 1,
+        groups=s.groups,
+        k=s.k,
+        max_tokens=s.max_tokens,
+        enable_evaluate=s.evaluate_step is not None,
+    )
+    (g.work_dir / "config.py").write_text(text, encoding="utf-8")  # run_rl.sh:147
 
 
 def _write_tracker(g: _Gen, rows: list[tuple[int, dict]]) -> None:
@@ -362,12 +484,21 @@ def generate(work_dir: Path, spec: RunSpec | None = None, now: float | None = No
         _step(g, step, g.start + 120 + (step - 1) * spec.step_time_s, rows)
     if spec.steps >= spec.total_steps and not (spec.evaluate_step and spec.total_steps % spec.evaluate_step == 0):
         g.log(g.end, "Final train step reached without scheduled evaluation; skip rollout worker onload.")  # :1811
+    if spec.step_in_progress:
+        step = spec.steps + 1
+        g.log(g.end, f"Train step {step}/{spec.total_steps} start")  # :1718
+        g.log(
+            g.end,
+            f"[Step {step}] start to generate rollout experience for train step {step} with model step {step - 1}",
+        )  # :1722-1723
     if spec.log_error:
         g.log(g.end, spec.log_error, level="ERROR")
     (g.logs / "rank_0.log").write_text("\n".join(g.log_lines) + "\n", encoding="utf-8")
     g.written.append(g.logs / "rank_0.log")
     _write_tracker(g, rows)
     _write_meta(g)
+    if spec.config_copy:
+        _write_config(g)
     _age(g)
     return g.exp
 
@@ -409,6 +540,22 @@ def _age(g: _Gen) -> None:
             os.utime(Path(root) / name, (g.end, g.end))
 
 
+#: The run shipped in references/samples/run_reward_zero, which server/demo.py inspects: every answer in \\boxed{},
+#: so every reward is 0. Regenerate it from the repository root with ``python tests/run_dir_generator.py``.
+DEMO_DIR = Path("references/samples/run_reward_zero")
+DEMO_SPEC = RunSpec(
+    steps=6,
+    total_steps=6,
+    groups=4,
+    k=4,
+    evaluate_step=3,
+    checkpoint_interval=3,
+    judger_format=True,
+    response_chars=160,
+)
+DEMO_NOW = datetime(2026, 8, 21, 8, 13, 20).timestamp()
+
+
 def append_steps_like(exp: Path, target_bytes: int) -> int:
     """Copy the train trajectory files of ``exp`` into more steps until they hold ``target_bytes`` (benchmark)."""
     src = sorted((exp / "train_rollout").glob("train_rollout_*.jsonl"))
@@ -422,3 +569,8 @@ def append_steps_like(exp: Path, target_bytes: int) -> int:
         total += len(data)
         i += 1
     return total
+
+
+if __name__ == "__main__":
+    shutil.rmtree(DEMO_DIR, ignore_errors=True)
+    generate(DEMO_DIR, DEMO_SPEC, DEMO_NOW)

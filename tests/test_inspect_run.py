@@ -87,13 +87,14 @@ def test_running_run_reports_eta(tmp_path):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def test_judger_format_mismatch_quotes_two_responses(tmp_path):
+def test_answer_format_is_the_named_cause_and_quotes_two_responses(tmp_path):
     generate(tmp_path, RunSpec(judger_format=True))
     res = inspect(tmp_path)
-    f = by_id(res, "learn.judger_format_mismatch")
-    assert f.severity == "blocker" and f.reference.endswith("/reward_always_zero")
-    assert f.evidence.count("boxed") == 2 and "384/384 GSM8K responses" in f.title
-    assert res.learning.reward_mean_last == 0.0
+    f = res.findings[0]
+    assert f.id == "learn.reward_zero_answer_format" and f.severity == "blocker"
+    assert f.reference.endswith("/reward_always_zero") and f.owner == "data_preparation"
+    assert f.evidence.count("boxed") == 2 and f.title.startswith("Answer format: 384/384 responses end without")
+    assert res.learning.judge_check.verdicts == {"no_answer": 384} and res.learning.reward_mean_last == 0.0
 
 
 def test_groups_without_signal(tmp_path):
@@ -105,12 +106,25 @@ def test_groups_without_signal(tmp_path):
     assert f.reference.endswith("/grpo_groups_no_signal")
 
 
-def test_truncation(tmp_path):
-    generate(tmp_path, RunSpec(truncate_share=0.4, max_tokens=512))
+def test_truncation_zeroing_some_rewards_is_named_as_their_cause(tmp_path):
+    generate(tmp_path, RunSpec(truncate_share=0.15, max_tokens=512))
     res = inspect(tmp_path)
+    f = res.findings[0]
+    n = res.learning.judge_check.verdicts["no_answer_truncated"]
+    assert f.id == "learn.reward_zero_truncation" and f.severity == "warning"  # other samples still score
+    assert f"{n}/384 responses were cut at the length limit (512 tokens)" in f.title
+    assert f"so {n} of 384 samples score 0 for it" in f.title and "above 512" in f.fix
+    assert "learn.responses_truncated" not in ids(res)  # said once, as the cause
+
+
+def test_the_larger_judge_failure_is_the_cause_the_other_stays_a_warning(tmp_path):
+    generate(tmp_path, RunSpec(label_suffix=".0", truncate_share=0.15, max_tokens=512))
+    res = inspect(tmp_path)
+    verdicts = res.learning.judge_check.verdicts
+    assert verdicts["label_format"] > verdicts["no_answer_truncated"] > 0
+    assert res.findings[0].id == "learn.reward_zero_label_format"
     f = by_id(res, "learn.responses_truncated")
-    assert 25 <= res.learning.truncated_pct_last <= 55
-    assert res.learning.response_len_max == 512 and "above 512" in f.fix
+    assert 10 <= res.learning.truncated_pct_last <= 30 and "above 512" in f.fix
 
 
 def test_entropy_collapse(tmp_path):
@@ -139,7 +153,7 @@ def test_eval_accuracy_drop(tmp_path):
 
 
 def test_async_samples_pile_up(tmp_path):
-    generate(tmp_path, RunSpec(async_pile=True))
+    generate(tmp_path, RunSpec(async_pile=3))
     res = inspect(tmp_path)
     assert {"async.expired_samples", "async.aborted_samples"} <= ids(res)
     assert res.learning.async_last["expired"] == 30.0  # mean of 3*step over steps 8..12
@@ -237,7 +251,7 @@ def test_torn_and_overlong_trajectory_lines_are_counted_not_fatal(tmp_path):
     )
     p.write_text('{"reward_mean":1.0,"total_len":2}\n' + good + "\n" + good + "\n\n{not json}\n" + good[:30])
     st = trajectories.scan_file(p, 1, paths=PathPolicy.from_strings([tmp_path]))
-    assert st.samples == 2 and st.unreadable == 2 and st.groups_no_signal == 1 and st.gsm8k_unformatted == 0
+    assert st.samples == 2 and st.unreadable == 2 and st.groups_no_signal == 1 and st.gsm8k_verdicts == {"rewarded": 2}
 
 
 def test_tensorboard_reader_reads_both_value_forms_and_drops_a_torn_frame(tmp_path):
@@ -276,7 +290,7 @@ async def test_through_mcp_client_with_picture(mcp_client, tmp_path):
     r = await mcp_client.call_tool("inspect_run", {"path": str(tmp_path), "picture": True, "detail": "summary"})
     assert not r.is_error
     sc = r.structured_content
-    assert sc["state"] == "finished" and "learn.responses_truncated" in {f["id"] for f in sc["findings"]}
+    assert sc["state"] == "finished" and sc["findings"][0]["id"] == "learn.reward_zero_truncation"
     assert sc["picture"]["bytes"] > 1000 and "reward mean" in sc["picture"]["curves"]
     images = [c for c in r.content if c.type == "image"]
     assert len(images) == 1 and images[0].mime_type == "image/png"

@@ -2,10 +2,12 @@
 
 Given a work dir (newest experiment) or one experiment dir, it reads the rank-log tails (step counter, timings, last
 line), the tracker (tracker.jsonl or TensorBoard events, read by a small built-in reader), the trajectory files
-(streamed through a typed msgspec block decoder, bounded memory) and the logs through the diagnosis engine --
-optionally with the worker logs of every Ray node, collected through the dashboard's log API. It answers where the
-run is (stalled?), whether it learns (reward, groups without signal, truncation, entropy, eval) and why not, as
-findings tied to the failure-mode catalog, plus compact per-step series and, on request, a PNG of the main curves.
+(streamed through a typed msgspec block decoder, bounded memory), the run's config copy (statically, never executed)
+and the logs through the diagnosis engine -- optionally with the worker logs of every Ray node, collected through the
+dashboard's log API. It answers where the run is (stalled against its own step times?), whether it learns (reward,
+groups without signal, truncation, entropy, eval against the config's schedule) and why not: zero GSM8K rewards are
+re-judged with XTuner's rule so the first finding names the cause (label format, answer format, truncation or the
+judge). Findings are tied to the failure-mode catalog; compact per-step series and, on request, a PNG of the curves.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from ..core import RunContext, ToolResult, ToolSpec, params_model_config
 from ..core.findings import Detail, Finding, cap, count_severities, dedupe_findings, sort_findings
 from ..diagnosis.models import Diagnosis
 from ..runs import analysis, findings, gather, layout, log_diagnosis, plot, progress, ray_logs, tracker
-from ..runs.models import Learning, Outputs, Picture, Progress, RemoteLogs, RunState
+from ..runs.models import Learning, Outputs, Picture, Progress, RemoteLogs, RunConfig, RunState
+from ..runs.run_config import read_run_config
 
 SERIES_POINTS: dict[str, int] = {"summary": 20, "normal": 60, "full": 240}
 EVIDENCE_CAP: dict[str, int] = {"summary": 1, "normal": 3, "full": 10}
@@ -33,6 +36,12 @@ class Params(BaseModel):
     path: str = Field(description="Work dir (newest experiment, or the one its meta file names) or experiment dir")
     experiment: str | None = Field(
         default=None, max_length=64, description="Experiment directory under path, e.g. 20260821100000"
+    )
+    config: str | None = Field(
+        default=None, description="Run's .py config, read statically (default <work_dir>/config.py)"
+    )
+    first_step_grace_s: float = Field(
+        default=analysis.FIRST_STEP_GRACE_S, ge=60, le=604_800, description="No stall verdict before a first step time"
     )
     ray_address: str | None = Field(
         default=None,
@@ -64,6 +73,7 @@ class Result(ToolResult):
     state: RunState
     progress: Progress
     learning: Learning
+    config: RunConfig
     findings: list[Finding] = Field(description="Run-health findings and log errors, blockers first")
     findings_omitted: int
     log_diagnoses: list[Diagnosis] = Field(description="What the logs say, ranked (as diagnose_symptom reports it)")
@@ -88,6 +98,7 @@ class Result(ToolResult):
 def _read(params: Params, ctx: RunContext) -> tuple[analysis.Inputs, Any, Any]:
     paths, limits = ctx.paths, ctx.limits
     lay = layout.find_experiment(params.path, paths, params.experiment)
+    config = read_run_config(params.config, lay, paths)
     trk = tracker.load(lay.tracker_jsonl, lay.tracker_events, paths, limits)
     logs = progress.read_logs(lay.rank_logs, paths, limits)
     picked, omitted = gather.select_files(
@@ -116,6 +127,8 @@ def _read(params: Params, ctx: RunContext) -> tuple[analysis.Inputs, Any, Any]:
         failed,
         activity=analysis.read_activity(lay, paths),
         notes=logs.notes + train_notes + eval_notes,
+        config=config,
+        first_step_grace_s=params.first_step_grace_s,
     )
     return inp, diag, remote
 
@@ -210,6 +223,7 @@ def run(params: Params, ctx: RunContext) -> Result:
         state=prog.state,
         progress=prog,
         learning=learn,
+        config=inp.config,
         findings=shown,
         findings_omitted=omitted,
         log_diagnoses=diags,
