@@ -67,7 +67,7 @@ def ray_head() -> Iterator[dict[str, Any]]:
 
 
 def _probe_arg() -> str | None:
-    from xtuner_rl_mcp.tools.probe_environment import Params
+    from xtuner_rl_mcp.operations.probe_environment import Params
 
     return next((a for a in ("ray_address", "address") if a in Params.model_fields), None)
 
@@ -84,7 +84,7 @@ def _timed(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1
 
 def _probe_args(address: str) -> dict[str, Any]:
     """Arguments that make probe_environment do what ``ray status`` does: the Ray check only."""
-    from xtuner_rl_mcp.tools.probe_environment import Params
+    from xtuner_rl_mcp.operations.probe_environment import Params
 
     args: dict[str, Any] = {"ray_address": address}
     if "checks" in Params.model_fields:

@@ -1,9 +1,10 @@
-"""Will a run shape fit the Ray cluster: XTuner's own resource checks (placement groups, external CPU pools) for an
-expected run, against what a Ray snapshot says is available, and the run shape a config's resources ask for."""
+"""Will a run fit the Ray cluster: XTuner's own resource checks (placement groups, external CPU pools) for the
+run's requirements — from a config (``ConfigView.ray_requirements``) or a run shape a client describes
+(:class:`Expected`) — against what a Ray snapshot says is available."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -37,6 +38,12 @@ class Expected(BaseModel):
     rollout_num_workers: int | None = Field(
         default=None, ge=1, le=100_000, description="Disaggregated: rollout group, checked after train"
     )
+    rollout_num_cpus_per_worker: float | None = Field(
+        default=None, gt=0, le=100_000, description="Rollout group's; default num_cpus_per_worker"
+    )
+    rollout_cpu_memory_per_worker: int | None = Field(
+        default=None, gt=0, description="Rollout group's, bytes; default cpu_memory_per_worker"
+    )
     external_pools: list[ExternalPoolSpec] = Field(
         default_factory=list, max_length=100, description="Judger/agent-loop CPU pools; rollout_controller's is added"
     )
@@ -57,8 +64,8 @@ class FitReport(BaseModel):
 
 
 def requirements(expected: Expected) -> rr.RayRequirements:
-    """What a run shape asks of Ray (accelerators, CPUs, memory, in XTuner's check order): shared with the launch plan,
-    whose ``ray start --num-cpus/--memory`` must offer at least ``min_cluster_cpus`` / ``min_cluster_memory_bytes``."""
+    """What a run shape a client describes asks of Ray (each group with its own CPUs and memory, in XTuner's check
+    order) — the same model a config's ``ConfigView.ray_requirements`` gives."""
     groups = [
         rr.accelerator_pg_requirements(
             expected.num_workers,
@@ -73,8 +80,8 @@ def requirements(expected: Expected) -> rr.RayRequirements:
         groups.append(
             rr.accelerator_pg_requirements(
                 expected.rollout_num_workers,
-                expected.num_cpus_per_worker,
-                expected.cpu_memory_per_worker,
+                expected.rollout_num_cpus_per_worker or expected.num_cpus_per_worker,
+                expected.rollout_cpu_memory_per_worker or expected.cpu_memory_per_worker,
                 expected.accelerator,
                 expected.num_accelerators_per_worker,
                 name="rollout",
@@ -87,44 +94,13 @@ def requirements(expected: Expected) -> rr.RayRequirements:
     return rr.ray_requirements(groups, pools)
 
 
-class RayNeed(BaseModel):
-    """What a config asks of Ray: `ray start` must offer at least this (logical CPUs, memory)."""
-
-    accelerator: str = "GPU"
-    accelerators: float
-    cpus: float = Field(description="Smallest idle-cluster CPU total passing XTuner's checks")
-    memory_gib: float = Field(description="Smallest idle-cluster Ray memory passing XTuner's checks, GiB")
-    memory_bytes: int
-
-    def text(self) -> str:
-        return (
-            f"The config needs Ray to offer {self.accelerators:g} {self.accelerator}, {self.cpus:g} CPUs and "
-            f"{self.memory_gib:g} GiB memory (XTuner's placement-group checks, idle cluster)."
-        )
-
-
-def ray_need(expected: Expected | None) -> RayNeed | None:
-    """The numbers a launch plan's ``ray start --num-cpus/--memory/--num-gpus`` (summed over nodes) must reach."""
-    if expected is None:
-        return None
-    req = requirements(expected)
-    return RayNeed(
-        accelerator=expected.accelerator,
-        accelerators=req.accelerators_total,
-        cpus=req.min_cluster_cpus,
-        memory_gib=req.min_cluster_memory_gib,
-        memory_bytes=req.min_cluster_memory_bytes,
-    )
-
-
-def evaluate_fit(expected: Expected, snap: RaySnapshot | None) -> FitReport:
-    """XTuner's resource checks (resource_rules) against what the cluster has available now."""
-    req = requirements(expected)
+def evaluate_fit(req: rr.RayRequirements, snap: RaySnapshot | None) -> FitReport:
+    """XTuner's resource checks (resource_rules) for ``req`` against what the cluster has available now."""
     report = FitReport(
         ok=None,
         min_cluster_cpus=req.min_cluster_cpus,
         min_cluster_memory_gib=req.min_cluster_memory_gib,
-        accelerator=expected.accelerator,
+        accelerator=req.accelerator,
         accelerators_needed=req.accelerators_total,
     )
     if snap is None or not snap.reachable or snap.auth_required or not snap.total:
@@ -133,7 +109,7 @@ def evaluate_fit(expected: Expected, snap: RaySnapshot | None) -> FitReport:
     if not snap.available:
         report.note = "the cluster's available resources could not be read"
         return report
-    acc = expected.accelerator
+    acc = req.accelerator
     cluster = rr.ClusterCapacity(
         accelerator=acc,
         accelerators_total=snap.total.get(acc, 0.0),
@@ -202,42 +178,3 @@ def fit_findings(fit: FitReport) -> list[Finding]:
             )
         )
     return out
-
-
-def expected_from(inspect_result: Any, num_workers: int | None) -> tuple[Expected | None, str | None]:
-    """The run shape an inspected config asks for (its ``resources``, ``cpu_pools`` and ``trace_enabled``);
-    (None, reason) when unresolved."""
-    pools = getattr(inspect_result, "resources", None) or []
-    if not pools:
-        return None, "the config's resources could not be read"
-    first = pools[0]
-    workers = num_workers if (num_workers is not None and first.role == "shared") else first.num_workers
-    if not isinstance(workers, int):
-        return None, f"num_workers is unresolved ({'; '.join(first.unresolved) or 'computed'}); pass num_workers"
-    kw: dict[str, Any] = {"num_workers": workers}
-    for src, dst in (
-        ("num_cpus_per_worker", "num_cpus_per_worker"),
-        ("cpu_memory_per_worker_bytes", "cpu_memory_per_worker"),
-        ("accelerator", "accelerator"),
-        ("num_accelerators_per_worker", "num_accelerators_per_worker"),
-    ):
-        v = getattr(first, src)
-        if v is not None:
-            kw[dst] = v
-    if len(pools) > 1 and isinstance(pools[1].num_workers, int):
-        kw["rollout_num_workers"] = pools[1].num_workers
-    ext = []
-    for cp in getattr(inspect_result, "cpu_pools", []) or []:
-        spec: dict[str, Any] = {"name": cp.owner.split(" (", 1)[0][:200]}
-        for f in ("num_workers", "num_cpus_per_worker"):
-            if isinstance(getattr(cp, f), int | float):
-                spec[f] = getattr(cp, f)
-        if isinstance(cp.cpu_memory_per_worker_bytes, int):
-            spec["cpu_memory_per_worker"] = cp.cpu_memory_per_worker_bytes
-        ext.append(ExternalPoolSpec(**spec))
-    kw["external_pools"] = ext
-    kw["tracing"] = bool(getattr(inspect_result, "trace_enabled", False))
-    try:
-        return Expected(**kw), None
-    except ValueError as exc:
-        return None, f"resources out of range: {str(exc).splitlines()[0]}"

@@ -20,7 +20,6 @@ from ..core import Finding, RunContext, ToolInputError
 from . import probe_child, training_env
 from .env import BACKEND_FLAGS, EnvReport
 from .findings import probe_finding
-from .fit import Expected
 from .interpreter import (
     ChildAnswer,
     PythonEnv,
@@ -235,12 +234,12 @@ def _where(report: PackagesReport) -> str:
     return "this server's Python"
 
 
-def package_findings(report: PackagesReport, env: EnvReport | None, expected: Expected | None) -> list[Finding]:
+def package_findings(report: PackagesReport, env: EnvReport | None, tracing: bool = False) -> list[Finding]:
     """xtuner with its V1 RL CLI, the CLI's imports, the flagged backend, FlashAttention 3 and OpenTelemetry."""
     out = _xtuner_findings(report)
     if env is not None:
         out += _backend_package_findings(report, env, report.is_training_env)
-    out += _otel_package_findings(report, expected.tracing if expected else False)
+    out += _otel_package_findings(report, tracing)
     return out
 
 
@@ -386,11 +385,10 @@ def _otel_package_findings(report: PackagesReport, tracing: bool) -> list[Findin
     return out
 
 
-def binary_findings(binaries: list[BinaryInfo], expected: Expected | None) -> list[Finding]:
+def binary_findings(binaries: list[BinaryInfo], tracing: bool = False) -> list[Finding]:
     found = {b.name: b.path for b in binaries}
     out: list[Finding] = []
     if not found.get("otelcol-contrib") and not found.get("otelcol"):
-        tracing = expected.tracing if expected else False
         out.append(
             probe_finding(
                 "otelcol_missing",

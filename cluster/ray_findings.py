@@ -4,9 +4,9 @@ placement groups, and the env and exit-handler notes that matter once a cluster 
 from __future__ import annotations
 
 from ..core import Finding
+from ..xtuner_rules import resources as rr
 from .env import SRC_BACKEND_FLAGS, EnvReport
 from .findings import probe_finding
-from .fit import Expected
 from .ray import SRC_PG_REUSE, SRC_RAY_INIT, PlacementGroupInfo, RaySnapshot
 
 SRC_CLEANUP = "xtuner/v1/rl/utils/ray_utils.py:117-156"
@@ -19,7 +19,7 @@ EXIT_HANDLER_NOTE = (
 )
 
 
-def ray_findings(snap: RaySnapshot, expected: Expected | None) -> list[Finding]:
+def ray_findings(snap: RaySnapshot, req: rr.RayRequirements | None) -> list[Finding]:
     out: list[Finding] = []
     res = snap.resolution
     if snap.auth_required:
@@ -91,7 +91,7 @@ def ray_findings(snap: RaySnapshot, expected: Expected | None) -> list[Finding]:
             )
         )
     for pg in snap.placement_groups:
-        out.extend(_pg_findings(pg, expected))
+        out.extend(_pg_findings(pg, req))
     return out
 
 
@@ -134,7 +134,7 @@ def cluster_context_findings(snap: RaySnapshot, env: EnvReport | None) -> list[F
     return out
 
 
-def _pg_findings(pg: PlacementGroupInfo, expected: Expected | None) -> list[Finding]:
+def _pg_findings(pg: PlacementGroupInfo, req: rr.RayRequirements | None) -> list[Finding]:
     out: list[Finding] = []
     shape = f"{len(pg.bundles)} bundles {pg.bundles[:1]}, strategy {pg.strategy}, state {pg.state}"
     if pg.state != "CREATED":
@@ -157,11 +157,12 @@ def _pg_findings(pg: PlacementGroupInfo, expected: Expected | None) -> list[Find
         )
     if pg.xtuner_name:
         mismatch = ""
-        if expected and pg.name == "train":
-            want = {"CPU": expected.num_cpus_per_worker, "memory": float(expected.cpu_memory_per_worker)}
-            want[expected.accelerator] = expected.num_accelerators_per_worker
-            if len(pg.bundles) != expected.num_workers or any(b != want for b in pg.bundles):
-                mismatch = f"; expected {expected.num_workers} bundles of {want}"
+        train = req.placement_groups[0] if req is not None and pg.name == "train" else None
+        if train is not None:
+            want = {"CPU": train.num_cpus_per_worker, "memory": float(train.cpu_memory_per_worker_bytes)}
+            want[train.accelerator] = train.num_accelerators_per_worker
+            if len(pg.bundles) != train.num_workers or any(b != want for b in pg.bundles):
+                mismatch = f"; expected {train.num_workers} bundles of {want}"
         out.append(
             probe_finding(
                 f"pg_reused.{pg.name}",

@@ -9,12 +9,10 @@ at ``InternLM/xtuner@b934f46`` it predicts, and quotes the message XTuner would 
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 from ..core import Finding, dedupe_findings, sort_findings
 from ..xtuner_rules import classes as xc
-from .evaluator import evaluate
 from .field_values import field_val
 from .report import REF
 from .rule_context import SRC_CONFIG_PY, Ctx, describe_unres
@@ -27,6 +25,7 @@ from .rules_tasks import check_dapo_judgers, data_paths, describe_tasks
 from .rules_trainer import check_evaluation, check_losses, check_trace
 from .settings import collect_settings
 from .values import Coll, Lit, Obj, Val
+from .view import ConfigView
 
 __all__ = ["analyse", "data_paths", "not_python_finding"]
 
@@ -64,31 +63,31 @@ def not_python_finding(real: str, suffix: str) -> Finding:
     )
 
 
-def analyse(path: str, source: str, env: dict[str, str] | None) -> dict[str, Any]:
-    """Analyse config source text; returns the pieces of a Result (used by preflight too)."""
-    name = path.rsplit("/", 1)[-1]
-    try:
-        tree = ast.parse(source, filename=name)
-    except SyntaxError as exc:
+def analyse(view: ConfigView) -> dict[str, Any]:
+    """Apply XTuner's rules to a config read once (:mod:`.view`); returns the pieces of a Result (used by preflight
+    too). Runs inside the class table the view was evaluated with."""
+    name = view.name
+    if view.syntax is not None:
         f = load_error(
             "config.syntax_error",
-            f"The config is not valid Python: {exc.msg}",
-            f"line {exc.lineno}: {(exc.text or '').strip()[:200]}",
-            f"{name}:{exc.lineno}",
+            f"The config is not valid Python: {view.syntax.message}",
+            f"line {view.syntax.line}: {view.syntax.text}",
+            f"{name}:{view.syntax.line}",
             "Fix the syntax error; XTuner executes the file to load it.",
         )
         return {"findings": [f], "trainer_found": False, "mode": "unknown"}
-    except (RecursionError, MemoryError, ValueError) as exc:
+    if view.evaluation is None:
         f = load_error(
             "config.syntax_error",
             "The config cannot be parsed",
-            f"{type(exc).__name__}: {str(exc)[:200]}",
+            view.unread_reason,
             name,
             "Simplify the file; XTuner executes it to load it.",
         )
         return {"findings": [f], "trainer_found": False, "mode": "unknown"}
-    ev = evaluate(tree, env, source)
-    c = Ctx(path, ev, env)
+    ev = view.evaluation
+    c = Ctx(view.path or name, ev, dict(view.env) if view.env is not None else None)
+    env = c.env
     check_env(c)
     check_objects(c)
     check_losses(c)
@@ -97,7 +96,7 @@ def analyse(path: str, source: str, env: dict[str, str] | None) -> dict[str, Any
     backend, flags_on = backend_from_env(env)
     check_backend_env(c, [o for o in ev.objects if o.cls == "RolloutConfig"], backend, flags_on)
     out: dict[str, Any] = {"backend": backend, "env_reads": ev.env_reads}
-    trainer = ev.scope.get("trainer")
+    trainer = view.trainer
     out["trainer_found"] = trainer is not None
     if isinstance(trainer, Obj):
         out.update(trainer_rules(c, trainer, backend))

@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 from ..cluster.env import BACKEND_FLAGS, SRC_BACKEND_FLAGS, Backend
 from ..cluster.ray import SRC_RAY_INIT
 from ..cluster.ray_findings import SRC_CLEANUP
+from ..config_analysis.view import ConfigView
 from ..core import ToolInputError
-from .config_facts import ConfigFacts
 from .entry_point import RL_ENTRY_POINT
 from .shell import check_env_name, check_program, check_value, safe_path_arg
 
@@ -137,9 +137,9 @@ def validate(params: LaunchRequest) -> None:
         )
 
 
-def workers_passed(params: LaunchRequest, facts: ConfigFacts, total: int) -> int | None:
+def workers_passed(params: LaunchRequest, view: ConfigView, total: int) -> int | None:
     """The --num-workers value: none for a disaggregated config (the CLI ignores it), else the given or all GPUs."""
-    if facts.trainer == "disaggregated":
+    if view.facts.trainer == "disaggregated":
         return None
     return params.num_workers if params.num_workers is not None else total
 
@@ -230,7 +230,7 @@ def ray_start_argv(params: LaunchRequest) -> tuple[list[str], list[str] | None]:
     return head_argv, worker_argv
 
 
-def launch_notes(params: LaunchRequest, facts: ConfigFacts, total: int, passed: int | None) -> list[str]:
+def launch_notes(params: LaunchRequest, view: ConfigView, total: int, passed: int | None) -> list[str]:
     """What the caller must know to run the plan."""
     notes = [
         "Nothing was executed: run `script` yourself on the head node.",
@@ -254,14 +254,14 @@ def launch_notes(params: LaunchRequest, facts: ConfigFacts, total: int, passed: 
             "entry=script: run from the XTuner repository root (the script path is relative) with XTuner "
             "installed (`pip install -e .`) or the repo root on PYTHONPATH."
         )
-    if not facts.read:
-        notes.append(f"The config was not analysed statically: {facts.why_not}.")
-    if passed is None and facts.trainer == "disaggregated":
+    if not view.read:
+        notes.append(f"The config was not analysed statically: {view.unread_reason}.")
+    if passed is None and view.facts.trainer == "disaggregated":
         notes.append(
             "Disaggregated config: --num-workers is not passed (the CLI ignores it); GPU counts come from "
             "train_resources and rollout_resources in the config."
         )
-    elif passed is not None and facts.trainer == "unknown":
+    elif passed is not None and view.facts.trainer == "unknown":
         notes.append(
             "The trainer type could not be determined statically; --num-workers only applies to "
             "RLColocateTrainerConfig and is ignored for RLDisaggregatedTrainerConfig."

@@ -8,11 +8,11 @@ import os
 from ..cluster.env import SRC_VLLM_TOPOLOGY
 from ..cluster.findings import REF as REF_CLUSTER
 from ..cluster.paths import check_path
+from ..config_analysis.view import ConfigView
 from ..core import Finding, PathKind, PathPolicy, dedupe_findings, sort_findings
 from ..xtuner_rules import resources as rr
-from .config_facts import ConfigFacts
+from ..xtuner_rules.ray_need import RayNeed
 from .plan import PATH_ENV, LaunchRequest
-from .ray_need import RayNeed
 
 REF_API = "xtuner-rl://references/api-reference"
 
@@ -24,7 +24,7 @@ SRC_GPU_CHECK = "xtuner/v1/rl/utils/ray_accelerator_worker.py:106-107"
 
 def plan_findings(
     params: LaunchRequest,
-    facts: ConfigFacts,
+    view: ConfigView,
     env: dict[str, str],
     total: int,
     passed: int | None,
@@ -33,11 +33,11 @@ def plan_findings(
 ) -> list[Finding]:
     """Every check of the plan, blockers first, without duplicates."""
     findings = _backend_findings(params)
-    findings += _config_findings(params, facts)
-    findings += _workers_findings(params, facts, total, passed)
+    findings += _config_findings(params, view)
+    findings += _workers_findings(params, view, total, passed)
     if need is not None:
         findings += ray_need_findings(params, need)
-    findings += _env_findings(params, facts, env)
+    findings += _env_findings(params, view, env)
     findings += _path_shape_findings(params)
     if params.check_paths:
         findings += _check_path_findings(params, policy)
@@ -66,7 +66,7 @@ def _backend_findings(params: LaunchRequest) -> list[Finding]:
     ]
 
 
-def _config_findings(params: LaunchRequest, facts: ConfigFacts) -> list[Finding]:
+def _config_findings(params: LaunchRequest, view: ConfigView) -> list[Finding]:
     out: list[Finding] = []
     suffix = os.path.splitext(params.config)[1]
     if suffix != ".py":
@@ -87,16 +87,16 @@ def _config_findings(params: LaunchRequest, facts: ConfigFacts) -> list[Finding]
                 owner="config_edit",
             )
         )
-    if not facts.read:
+    if not view.read:
         return out
-    if facts.syntax_error:
+    if view.syntax_error:
         out.append(
             Finding(
                 id="cmd.config_syntax_error",
                 severity="blocker",
                 category="config_load_error",
                 title="the config is not valid Python",
-                evidence=facts.syntax_error,
+                evidence=view.syntax_error,
                 location=params.config,
                 fix="Fix the syntax error; the CLI executes the file with importlib when it loads it.",
                 reference=f"{REF_CLUSTER}#the-config-file-must-define-trainer",
@@ -105,7 +105,7 @@ def _config_findings(params: LaunchRequest, facts: ConfigFacts) -> list[Finding]
             )
         )
         return out
-    if facts.trainer == "missing":
+    if view.facts.trainer == "missing":
         out.append(
             Finding(
                 id="cmd.config_missing_trainer",
@@ -121,16 +121,16 @@ def _config_findings(params: LaunchRequest, facts: ConfigFacts) -> list[Finding]
                 owner="config_edit",
             )
         )
-    if facts.trainer == "unknown" and facts.other_trainer_call is not None:
+    if view.facts.trainer == "unknown" and view.facts.other_trainer_call is not None:
         out.append(
             Finding(
                 id="cmd.config_not_rl_trainer",
                 severity="warning",
                 category="config_load_error",
-                title=f"`trainer` is built by {facts.other_trainer_call}, not an RL trainer config",
+                title=f"`trainer` is built by {view.facts.other_trainer_call}, not an RL trainer config",
                 evidence="The RL CLI expects RLColocateTrainerConfig or RLDisaggregatedTrainerConfig "
                 "(xtuner/v1/train/rl_trainer.py:397, :485)",
-                location=f"{params.config}:{facts.trainer_line}" if facts.trainer_line else params.config,
+                location=f"{params.config}:{view.facts.trainer_line}" if view.facts.trainer_line else params.config,
                 fix="Use an RL config (trainer = RLColocateTrainerConfig(...)); SFT/pretrain configs use another CLI.",
                 reference=f"{REF_CLUSTER}#the-config-file-must-define-trainer",
                 source=SRC_CLI_BUILD,
@@ -140,12 +140,12 @@ def _config_findings(params: LaunchRequest, facts: ConfigFacts) -> list[Finding]
     return out
 
 
-def _env_findings(params: LaunchRequest, facts: ConfigFacts, env: dict[str, str]) -> list[Finding]:
+def _env_findings(params: LaunchRequest, view: ConfigView, env: dict[str, str]) -> list[Finding]:
     out: list[Finding] = []
-    if not facts.read or facts.syntax_error:
+    if not view.read or view.syntax_error:
         return out
     by_name = {v: k for k, v in PATH_ENV.items()}
-    for name, line in facts.required_env.items():
+    for name, line in view.facts.required_env.items():
         if name in env:
             continue
         param = by_name.get(name)
@@ -168,9 +168,9 @@ def _env_findings(params: LaunchRequest, facts: ConfigFacts, env: dict[str, str]
     return out
 
 
-def _workers_findings(params: LaunchRequest, facts: ConfigFacts, total_gpus: int, passed: int | None) -> list[Finding]:
+def _workers_findings(params: LaunchRequest, view: ConfigView, total_gpus: int, passed: int | None) -> list[Finding]:
     out: list[Finding] = []
-    if facts.trainer == "disaggregated" and params.num_workers is not None:
+    if view.facts.trainer == "disaggregated" and params.num_workers is not None:
         out.append(
             Finding(
                 id="cmd.num_workers_ignored_disagg",
@@ -179,7 +179,7 @@ def _workers_findings(params: LaunchRequest, facts: ConfigFacts, total_gpus: int
                 title="--num-workers is ignored for a disaggregated config; it is left out of the command",
                 evidence=f"num_workers={params.num_workers}; the CLI only applies it when cfg.trainer has "
                 "`resources` (RLDisaggregatedTrainerConfig has train_resources and rollout_resources)",
-                location=f"{params.config}:{facts.trainer_line}" if facts.trainer_line else params.config,
+                location=f"{params.config}:{view.facts.trainer_line}" if view.facts.trainer_line else params.config,
                 fix="Edit train_resources.num_workers and rollout_resources.num_workers in the config "
                 f"(together at most {total_gpus} GPUs).",
                 reference=f"{REF_API}#rldisaggregatedtrainerconfig",
@@ -284,7 +284,7 @@ def ray_need_findings(params: LaunchRequest, need: RayNeed) -> list[Finding]:
             "ray_num_cpus",
             params.ray_num_cpus,
             float(need.cpus),
-            need.per_node_cpus,
+            need.uniform_node_cpus,
             "CPUs",
         ),
         (
@@ -292,19 +292,19 @@ def ray_need_findings(params: LaunchRequest, need: RayNeed) -> list[Finding]:
             "ray_memory_gib",
             params.ray_memory_gib,
             need.memory_gib,
-            need.per_node_memory_gib,
+            need.uniform_node_memory_gib,
             "GiB",
         ),
     ):
-        if pinned is None or pinned * nodes >= needed:
+        if pinned is None or pinned >= per_node:
             continue
         out.append(
             Finding(
                 id=fid,
                 severity="blocker",
                 category="ray_resources_insufficient",
-                title=f"{flag}={pinned:g} × {nodes} node(s) = {pinned * nodes:g} {unit}, below the {needed:g} {unit} "
-                "XTuner's placement-group check needs",
+                title=f"{flag}={pinned:g} on each of {nodes} node(s) is below the {per_node:g} {unit} a node needs "
+                f"(the worker bundles it holds, and {needed:g} {unit} in total for XTuner's placement-group check)",
                 evidence=f"{need.arithmetic}. XTuner fails with 'Not enough available "
                 f"{'CPUs' if unit == 'CPUs' else 'memory'} in Ray cluster, ... less than ...'",
                 fix=f"Pass {flag}={per_node:g} (per node) or more, or leave it unset so Ray detects the machine; "

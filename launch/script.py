@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
+from ..xtuner_rules.ray_need import RayNeed
 from .plan import LaunchRequest
-from .ray_need import RayNeed
 from .shell import join_command, quote
 
 WAIT_INTERVAL_S = 2

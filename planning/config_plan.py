@@ -11,11 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..config_analysis.view import ConfigView
 from ..core import Finding
 from ..xtuner_rules import resources as rr
 from .citations import CB, SRC_STALE
 from .cluster_fit import RaySizing
-from .config_input import ConfigInput
 from .models import PlanRequest, Topology
 
 SRC_PRODUCER_STALE = "xtuner/v1/rl/agent_loop_manager/producer.py:364"
@@ -53,7 +53,7 @@ class ConfigPlanReport(BaseModel):
     staleness: Staleness | None = None
 
 
-def effective_staleness(ci: ConfigInput) -> Staleness | None:
+def effective_staleness(ci: ConfigView) -> Staleness | None:
     """(max_staleness + 1) * sync_weights_interval for async strategies (produce_utils.py:97-99, applied at
     producer.py:364); a synchronous strategy lags by at most the sync interval."""
     sync = ci.get("trainer.sync_weights_interval")
@@ -75,7 +75,7 @@ def effective_staleness(ci: ConfigInput) -> Staleness | None:
     )
 
 
-def config_topology(ci: ConfigInput) -> Topology | None:
+def config_topology(ci: ConfigView) -> Topology | None:
     if ci.mode == "disaggregated":
         return "disaggregated"
     if ci.mode == "colocated":
@@ -84,7 +84,7 @@ def config_topology(ci: ConfigInput) -> Topology | None:
 
 
 def request_updates(
-    ci: ConfigInput, explicit: set[str], current: dict[str, Any]
+    ci: ConfigView, explicit: set[str], current: dict[str, Any]
 ) -> tuple[dict[str, Any], ConfigPlanReport]:
     """The request fields the config sets (unless passed explicitly), and the kept/changed report so far."""
     report = ConfigPlanReport(config=ci.name, unresolved=list(ci.unresolved))
@@ -125,7 +125,7 @@ def request_updates(
     return upd, report
 
 
-def group_workers(ci: ConfigInput | None) -> dict[str, int]:
+def group_workers(ci: ConfigView | None) -> dict[str, int]:
     """Workers per role the config asks for ('shared', 'train', 'rollout'), where literal."""
     out: dict[str, int] = {}
     for g in ci.groups if ci is not None else []:
@@ -134,7 +134,7 @@ def group_workers(ci: ConfigInput | None) -> dict[str, int]:
     return out
 
 
-def per_worker(ci: ConfigInput | None) -> tuple[float, int] | None:
+def per_worker(ci: ConfigView | None) -> tuple[float, int] | None:
     """(CPUs, memory bytes) per worker of the config's first group, when both are literal."""
     if ci is None or not ci.groups:
         return None
@@ -146,7 +146,7 @@ def per_worker(ci: ConfigInput | None) -> tuple[float, int] | None:
     return float(cpus), int(mem)
 
 
-def strategy_knobs(ci: ConfigInput | None) -> tuple[str, dict[str, Any]] | None:
+def strategy_knobs(ci: ConfigView | None) -> tuple[str, dict[str, Any]] | None:
     """The config's produce strategy class and its async knobs (as written or XTuner's defaults)."""
     if ci is None or not ci.strategy_class:
         return None
@@ -154,7 +154,7 @@ def strategy_knobs(ci: ConfigInput | None) -> tuple[str, dict[str, Any]] | None:
     return ci.strategy_class, knobs
 
 
-def _layout_finding(ci: ConfigInput, want: int, planned: int, tp: int, ep: int, per_node: int, total: int) -> Finding:
+def _layout_finding(ci: ConfigView, want: int, planned: int, tp: int, ep: int, per_node: int, total: int) -> Finding:
     engine = rr.num_gpus_per_engine(tp, ep)
     kind = "EP" if ep > 1 else "TP"
     g = ci.groups[0].num_workers
@@ -176,7 +176,7 @@ def _layout_finding(ci: ConfigInput, want: int, planned: int, tp: int, ep: int, 
 
 
 def config_findings(
-    ci: ConfigInput,
+    ci: ConfigView,
     report: ConfigPlanReport,
     total: int,
     per_node: int,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..config_analysis.view import ConfigView
 from ..core import Finding, RunContext
 from ..xtuner_rules import resources as rr
 from .cluster_fit import ClusterShape, size_ray_groups, worker_groups
-from .config_input import ConfigInput
 from .config_plan import ConfigPlanReport, config_findings, group_workers, per_worker, strategy_knobs
 from .memory import DEFAULT_GPU_MEMORY_GIB, TRAIN_MEMORY_HEADROOM, estimate_memory, memory_findings, train_memory
 from .models import (
@@ -51,7 +51,7 @@ def plan_topology(
     shape: ClusterShape,
     findings: list[Finding],
     ctx: RunContext,
-    given: ConfigInput | None = None,
+    given: ConfigView | None = None,
     report: ConfigPlanReport | None = None,
 ) -> TopologyPlan:
     """Plan the run on this cluster; findings already raised (cluster shape) come first.

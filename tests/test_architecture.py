@@ -80,6 +80,7 @@ TOOL_MAX_LINES = 400
 LAYERS = (
     "server",
     "tools",
+    "operations",
     "launch",
     "planning",
     "runs",

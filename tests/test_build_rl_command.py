@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
+from xtuner_rl_mcp.config_analysis.view import view_of_source
 from xtuner_rl_mcp.core import CATEGORIES, PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.knowledge import docs
-from xtuner_rl_mcp.launch.config_facts import analyse_config_text
-from xtuner_rl_mcp.tools.build_rl_command import Params, run
+from xtuner_rl_mcp.operations.build_rl_command import Params, run
 
 FLAGS = {"sglang": "XTUNER_USE_SGLANG", "vllm": "XTUNER_USE_VLLM", "lmdeploy": "XTUNER_USE_LMDEPLOY"}
 
@@ -244,7 +244,7 @@ def test_config_with_a_non_rl_trainer(root: Path) -> None:
     ],
 )
 def test_trainer_detection(source: str, kind: str) -> None:
-    assert analyse_config_text(source).trainer == kind
+    assert view_of_source("cfg.py", source, None).facts.trainer == kind
 
 
 def test_check_paths(root: Path, tmp_path_factory) -> None:
@@ -422,13 +422,16 @@ async def test_mcp_input_errors_are_structured(mcp_client) -> None:
 
 
 def test_ray_need_from_the_config_and_pinned_resources(root: Path) -> None:
-    """16 workers x (12 CPU, 16 GiB): 202 CPUs and 266 GiB in total; 101 CPUs and 133 GiB per node on 2 nodes."""
+    """16 workers x (12 CPU, 16 GiB): 202 CPUs and 266 GiB in total; each 8-GPU node holds 96 CPUs and 128 GiB of
+    bundles; the +10 headroom is cluster-wide, so the same ray start on both nodes needs 101 CPUs and 133 GiB."""
     r = _plan(root, nodes=2, head_address="10.0.0.1")
     n = r.ray_need
     assert (n.known, n.accelerators, n.cpus, n.memory_gib) == (True, 16, 202, 266)
-    assert (n.per_node_cpus, n.per_node_memory_gib) == (101, 133)
+    assert (n.per_node_cpus, n.per_node_memory_gib) == (96, 128)
+    assert (n.uniform_node_cpus, n.uniform_node_memory_gib) == (101, 133)
     assert "16 workers × 12 CPU + 10 = 202 CPUs" in n.arithmetic and "colocate.py:" in n.arithmetic
-    assert "Ray must offer 16 GPUs, 202 CPUs, 266 GiB (101 CPUs, 133 GiB per node)" in r.summary
+    assert "Ray must offer 16 GPUs, 202 CPUs, 266 GiB (each node holds 96 CPUs, 128 GiB of worker bundles" in r.summary
+    assert "same ray start on every node needs 101 CPUs, 133 GiB" in r.summary
     assert (r.ray_start.expected_cpus, r.ray_start.expected_memory_gib) == (202, 266)
     assert "--num-cpus" not in r.ray_start.head  # not pinned unless asked; the script checks instead
     pinned = _plan(root, nodes=2, head_address="10.0.0.1", ray_num_cpus=100, ray_memory_gib=200)

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 from xtuner_rl_mcp.core import RunContext
-from xtuner_rl_mcp.tools.build_rl_command import Params, run
+from xtuner_rl_mcp.operations.build_rl_command import Params, run
 
 pytestmark = [
     pytest.mark.ray,

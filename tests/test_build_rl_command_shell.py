@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
-from xtuner_rl_mcp.tools.build_rl_command import Params, run
+from xtuner_rl_mcp.operations.build_rl_command import Params, run
 
 COMMAND_EXAMPLES = int(os.environ.get("XTUNER_RL_CMD_FUZZ_EXAMPLES", "300"))
 SCRIPT_EXAMPLES = int(os.environ.get("XTUNER_RL_CMD_SCRIPT_FUZZ_EXAMPLES", "120"))

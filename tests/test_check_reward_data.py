@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.core import CATEGORIES, PathPolicy, RunContext, ToolInputError
+from xtuner_rl_mcp.operations.check_reward_data import Params, check_path, run
 from xtuner_rl_mcp.scanners import jsonl as jsonl_scan
 from xtuner_rl_mcp.scanners.jsonl_contract import CODE_SEVERITY, GSM8K_GT_RE
 from xtuner_rl_mcp.scanners.jsonl_duplicates import count_duplicates
 from xtuner_rl_mcp.scanners.jsonl_results import RangeResult, ScanOptions
-from xtuner_rl_mcp.tools.check_reward_data import Params, check_path, run
 from xtuner_rl_mcp.xtuner_rules.data_contract import CODES, FILE_CODES
 
 GSM8K_INSTR = ' Let\'s think step by step and output the final answer after "####".'
@@ -719,7 +719,7 @@ def test_works_from_an_unguarded_script(big_file, tmp_path):
     """Worker processes must not re-run the caller's __main__ (a 'spawn' pool would, and crash this script)."""
     script = tmp_path / "bench_like.py"
     script.write_text(
-        "from xtuner_rl_mcp.tools.check_reward_data import check_path\n"
+        "from xtuner_rl_mcp.operations.check_reward_data import check_path\n"
         f"r = check_path({str(big_file)!r}, detail='summary')\n"
         "print(r.engine, r.lines, r.invalid)\n"
     )

@@ -6,7 +6,7 @@ import time
 
 import pytest
 from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
-from xtuner_rl_mcp.tools.check_reward_data import Params, run
+from xtuner_rl_mcp.operations.check_reward_data import Params, run
 
 from .ray_cluster import dead_address
 from .test_check_reward_data import GOOD, _corpus_lines

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.core import CATEGORIES, PathPolicy, RunContext, ToolInputError
+from xtuner_rl_mcp.operations.choose_topology import Params, run
 from xtuner_rl_mcp.planning.model_size import estimate_from_config
-from xtuner_rl_mcp.tools.choose_topology import Params, run
 from xtuner_rl_mcp.xtuner_rules import classes as xtuner_classes
 from xtuner_rl_mcp.xtuner_rules import resources as rr
 

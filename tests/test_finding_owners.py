@@ -17,7 +17,7 @@ from xtuner_rl_mcp.core import Finding, PathPolicy, RunContext
 from xtuner_rl_mcp.core.findings import FORCED_OWNER
 from xtuner_rl_mcp.knowledge.catalog import load_catalog
 from xtuner_rl_mcp.launch import readiness
-from xtuner_rl_mcp.tools import check_reward_data, inspect_config, preflight, probe_environment
+from xtuner_rl_mcp.operations import check_reward_data, inspect_config, preflight, probe_environment
 
 from .xtuner_config_samples import COLOCATED_ASYNC, COLOCATED_SYNC, DISAGGREGATED, ENV, MULTI_ENV, MULTI_TASK, write
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
-from xtuner_rl_mcp.tools.inspect_config import Params, run
+from xtuner_rl_mcp.operations.inspect_config import Params, run
 
 from .conftest import SAMPLES
 from .xtuner_config_samples import (

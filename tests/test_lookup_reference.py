@@ -12,7 +12,7 @@ import pytest
 from xtuner_rl_mcp.core import RunContext, ToolInputError
 from xtuner_rl_mcp.knowledge import docs, passages
 from xtuner_rl_mcp.knowledge import search as engine
-from xtuner_rl_mcp.tools import lookup_reference as lr
+from xtuner_rl_mcp.operations import lookup_reference as lr
 
 R = "xtuner-rl://references/"
 F = "xtuner-rl://failure-modes/"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.cluster import packages
-from xtuner_rl_mcp.cluster.fit import expected_from
+from xtuner_rl_mcp.config_analysis.view import read_view
 from xtuner_rl_mcp.core import PathPolicy, RunContext
-from xtuner_rl_mcp.tools import preflight
+from xtuner_rl_mcp.operations import preflight
 
 from .xtuner_config_samples import COLOCATED_ASYNC, DISAGGREGATED, ENV, mutate, write
 
@@ -152,17 +152,15 @@ def test_data_paths_come_from_the_config_and_dead_cluster_is_routed(tmp_path, sh
     assert "inspect_config" in r.details and r.details["inspect_config"]["mode"] == "colocated"
 
 
-def test_expected_resources_from_disaggregated_config(tmp_path):
-    from xtuner_rl_mcp.tools import inspect_config
-
+def test_ray_requirements_from_a_disaggregated_config(tmp_path):
     cfg = write(tmp_path, "d.py", DISAGGREGATED)
-    ctx = RunContext(paths=PathPolicy.from_strings([tmp_path]))
-    res = inspect_config.run(inspect_config.Params(path=str(cfg), env={**ENV, "ROLLOUT_NUM_WORKERS": "2"}), ctx)
-    exp, why = expected_from(res, num_workers=16)  # --num-workers is ignored for disaggregated configs
-    assert why is None and exp.num_workers == 4 and exp.rollout_num_workers == 2 and exp.num_cpus_per_worker == 12
-    unresolved = inspect_config.run(inspect_config.Params(path=str(cfg), env={**ENV, "TRAIN_NUM_WORKERS": "x"}), ctx)
-    exp2, why2 = expected_from(unresolved, num_workers=None)
-    assert exp2 is None and "num_workers" in why2
+    paths = PathPolicy.from_strings([tmp_path])
+    view = read_view(str(cfg), paths, {**ENV, "ROLLOUT_NUM_WORKERS": "2"})
+    req, why = view.ray_requirements(16)  # --num-workers is ignored for disaggregated configs
+    assert why == "" and [(pg.name, pg.num_workers) for pg in req.placement_groups] == [("train", 4), ("rollout", 2)]
+    unresolved = read_view(str(cfg), paths, {**ENV, "TRAIN_NUM_WORKERS": "x"})
+    req2, why2 = unresolved.ray_requirements(None)
+    assert req2 is None and "num_workers" in why2
 
 
 def test_go_returns_the_launch_plan(tmp_path, monkeypatch):

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from xtuner_rl_mcp.cluster import ray as rc
 from xtuner_rl_mcp.cluster.env import NO_BACKEND_MESSAGE
-from xtuner_rl_mcp.cluster.fit import Expected, evaluate_fit, fit_findings
+from xtuner_rl_mcp.cluster.fit import Expected, evaluate_fit, fit_findings, requirements
 from xtuner_rl_mcp.cluster.packages import check_packages
 from xtuner_rl_mcp.cluster.ray_address import RayAccess
 from xtuner_rl_mcp.cluster.ray_findings import ray_findings
 from xtuner_rl_mcp.core import OperatorPolicy, PathPolicy, RunContext
-from xtuner_rl_mcp.tools.probe_environment import Params, run
+from xtuner_rl_mcp.operations.probe_environment import Params, run
 
 from .ray_cluster import (
     GIB,
@@ -400,7 +400,7 @@ def test_fit_pass_and_fail_with_numbers(ray_cluster, tmp_path):
 
     def fit(**kw):
         """The same XTuner checks for other run shapes, against the snapshot just taken."""
-        report = evaluate_fit(Expected(**kw), ok.ray)
+        report = evaluate_fit(requirements(Expected(**kw)), ok.ray)
         return report, {f.id: f for f in fit_findings(report)}
 
     per = (cpus - 10) / workers + 1  # CPUs per worker so that the group needs more than the cluster has
@@ -494,7 +494,7 @@ def test_infeasible_and_pending_placement_groups(ray_cluster, tmp_path):
         assert "probe.pg_pending.hog" not in ids
         # Ray omits fully used resources; the probe reports 0 available GPUs and the fit fails on them
         assert r.ray.available.get("GPU", 0.0) == 0.0
-        report = evaluate_fit(Expected(num_workers=1), r.ray)
+        report = evaluate_fit(requirements(Expected(num_workers=1)), r.ray)
         assert report.ok is False and "probe.fit_gpu" in {f.id for f in fit_findings(report)}
 
 

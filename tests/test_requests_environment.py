@@ -84,7 +84,7 @@ async def test_prelaunch_catch22_is_gone(mcp_client, tmp_path):
     need = sc["ray_need"]
     # COLOCATED_ASYNC: 8 workers x 12 CPUs x 32 GiB, plus the judger and rollout-controller pools
     assert need["accelerators"] == 8 and need["cpus"] >= 8 * 12 + 10 and need["memory_gib"] >= 8 * 32 + 10
-    assert f"Ray must offer 8 GPU, {need['cpus']:g} CPUs, {need['memory_gib']:g} GiB" in sc["summary"]
+    assert f"Ray must offer 8 GPUs, {need['cpus']:g} CPUs, {need['memory_gib']:g} GiB" in sc["summary"]
     # blockers, if any (this server has no lmdeploy), come in the order XTuner would hit them
     stages = [b.get("stage") for b in sc["blockers"]]
     from xtuner_rl_mcp.core.findings import STAGE_ORDER

@@ -77,7 +77,10 @@ async def test_70b_on_2x8_a100(mcp_client, tmp_path):
             "head_address": "10.0.0.1",
         },
     )
-    assert "Ray must offer 16 GPUs, 202 CPUs, 266 GiB (101 CPUs, 133 GiB per node)" in launch["summary"]
+    assert (
+        "Ray must offer 16 GPUs, 202 CPUs, 266 GiB (each node holds 96 CPUs, 128 GiB of worker bundles; the same ray start on every node needs 101 CPUs, 133 GiB)"
+        in launch["summary"]
+    )
 
 
 async def test_divisibility_error_gets_a_fix_with_numbers(mcp_client, tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from xtuner_rl_mcp.xtuner_rules import resources as rr
+from xtuner_rl_mcp.xtuner_rules.ray_need import ray_need
 
 GIB = 1024**3
 
@@ -228,14 +229,29 @@ def test_check_fit_on_a_real_ray_cluster(ray_cluster):
     assert place.ok == (12 * per_node_gpus <= per_node_cpus)
 
 
-def test_per_node_minimum_splits_the_total_and_holds_each_nodes_bundles():
+def test_per_node_figures_hold_each_nodes_bundles_and_keep_the_headroom_cluster_wide():
     one = rr.ray_requirements([rr.accelerator_pg_requirements(8, 12, 32 * rr.GIB)], [rr.rollout_controller_pool()])
-    assert rr.per_node_minimum(one, 1, 8) == (106, 266 * rr.GIB)
+    n = ray_need(one, 1, 8)
+    assert (n.per_node_cpus, n.per_node_memory_bytes) == (96, 256 * rr.GIB)  # 8 bundles of 12 CPUs, 32 GiB
+    assert (n.uniform_node_cpus, n.uniform_node_memory_bytes) == (106, 266 * rr.GIB)  # + the cluster-wide 10
     two = rr.ray_requirements([rr.accelerator_pg_requirements(16, 12, 32 * rr.GIB)], [rr.rollout_controller_pool()])
-    assert rr.per_node_minimum(two, 2, 8) == (101, 261 * rr.GIB)  # 202 / 2 CPUs, 522 / 2 GiB
+    n = ray_need(two, 2, 8)
+    assert (n.per_node_cpus, n.per_node_memory_bytes) == (96, 256 * rr.GIB)  # never 202 / 2
+    assert (n.uniform_node_cpus, n.uniform_node_memory_bytes) == (101, 261 * rr.GIB)
     # Uneven: 9 workers on 2 x 8 GPUs -> one node holds 8 bundles (96 CPUs), more than half of 118.
     uneven = rr.ray_requirements([rr.accelerator_pg_requirements(9, 12, 16 * rr.GIB)])
-    assert rr.per_node_minimum(uneven, 2, 8) == (96, 128 * rr.GIB)
+    n = ray_need(uneven, 2, 8)
+    assert (n.per_node_cpus, n.uniform_node_cpus, n.uniform_node_memory_bytes) == (96, 96, 128 * rr.GIB)
+    # Disaggregated on one node: 4 train bundles of 4 CPUs and 4 rollout bundles of 12 share it.
+    disagg = rr.ray_requirements(
+        [
+            rr.accelerator_pg_requirements(4, 4, rr.GIB, name="train"),
+            rr.accelerator_pg_requirements(4, 12, rr.GIB, name="rollout"),
+        ],
+        [rr.rollout_controller_pool()],
+    )
+    n = ray_need(disagg, 1, 8)
+    assert (n.cpus, n.per_node_cpus) == (74, 64)  # rollout's check sees 64 - 16 held: 16 + 48 + 10
 
 
 @pytest.mark.parametrize(

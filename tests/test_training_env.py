@@ -24,7 +24,7 @@ import pytest
 from mcp import Client
 from xtuner_rl_mcp.cluster import packages, probe_child, training_env
 from xtuner_rl_mcp.core import OperatorPolicy, PathPolicy, RunContext, ToolInputError
-from xtuner_rl_mcp.tools import inspect_config
+from xtuner_rl_mcp.operations import inspect_config
 
 from .conftest import make_server
 from .hostile_support import structured_error

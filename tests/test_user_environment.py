@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from xtuner_rl_mcp.cluster import packages, xtuner_install
 from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
-from xtuner_rl_mcp.tools import inspect_config, preflight, probe_environment
+from xtuner_rl_mcp.operations import inspect_config, preflight, probe_environment
 from xtuner_rl_mcp.xtuner_rules import classes as xc
 
 from .xtuner_config_samples import COLOCATED_ASYNC, ENV, mutate, write

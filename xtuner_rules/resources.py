@@ -22,7 +22,6 @@ What XTuner checks, in the order it checks it:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -677,22 +676,6 @@ def sp_size_rule(sp_size: int, world_size: int) -> RuleResult:
 # --------------------------------------------------------------------------------------------------------
 # What to ask Ray for, and the layouts that pass a divisibility rule
 # --------------------------------------------------------------------------------------------------------
-
-
-def per_node_minimum(requirements: RayRequirements, nodes: int, accelerators_per_node: int) -> tuple[int, int]:
-    """(CPUs, memory bytes) each of ``nodes`` identical nodes should give Ray so the run passes every check.
-
-    The cluster-wide minimum is split evenly; a node must also hold the bundles PACK puts on it (up to
-    ``accelerators_per_node`` bundles of the largest group), which matters when one node is fuller than the mean.
-    """
-    nodes = max(1, nodes)
-    cpus = math.ceil(requirements.min_cluster_cpus / nodes)
-    mem = math.ceil(requirements.min_cluster_memory_bytes / nodes)
-    for pg in requirements.placement_groups:
-        per_node = min(pg.num_workers, max(1, int(accelerators_per_node // max(pg.num_accelerators_per_worker, 1e-9))))
-        cpus = max(cpus, math.ceil(per_node * pg.num_cpus_per_worker))
-        mem = max(mem, per_node * pg.cpu_memory_per_worker_bytes)
-    return cpus, mem
 
 
 def _divisors(n: int) -> list[int]:
