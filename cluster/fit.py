@@ -156,24 +156,38 @@ def fit_headline(fit: FitReport) -> str:
     return f"fit {'ok' if fit.ok else 'FAILS'}: {need}; {has}"
 
 
+def _amount(x: float, memory: bool) -> str:
+    return f"{round(x / GIB, 1):g} GiB" if memory else f"{x:g}"
+
+
 def fit_findings(fit: FitReport) -> list[Finding]:
+    """One blocker per resource that falls short (a CPU shortage is one finding however many checks it fails),
+    with every failing check's numbers."""
     out: list[Finding] = []
+    by_resource: dict[str, list[rr.FitRow]] = {}
     for row in fit.rows:
-        if row.ok:
-            continue
-        is_pool = row.check.startswith("external")
+        if not row.ok:
+            by_resource.setdefault(row.resource, []).append(row)
+    for resource, rows in by_resource.items():
+        pools_only = all(r.check.startswith("external") for r in rows)
+        memory = resource == "memory"
+        checks = "; ".join(
+            f"{r.check}: needs {_amount(r.needed, memory)}, has {_amount(r.available, memory)}" for r in rows
+        )
+        first = rows[0]
         out.append(
             probe_finding(
-                "fit_external_pools" if is_pool else f"fit_{row.resource.lower()}",
+                "fit_external_pools" if pools_only else f"fit_{resource.lower()}",
                 "blocker",
                 "ray_resources_insufficient",
-                f"{row.check}: needs {row.needed:g}, cluster has {row.available:g} available",
-                "external-cpu-pools" if is_pool else "resource-checks",
-                source=row.source,
-                evidence=row.xtuner_message.splitlines()[0] if row.xtuner_message else "",
+                f"Ray has too little {resource} for this run: {checks}",
+                "external-cpu-pools" if pools_only else "resource-checks",
+                source=first.source,
+                evidence=first.xtuner_message.splitlines()[0] if first.xtuner_message else "",
                 fix="Lower num_workers / num_cpus_per_worker / cpu_memory_per_worker, free resources held by other "
-                "jobs or placement groups, or start Ray with more --num-cpus / --memory (both are logical).",
-                location=row.check,
+                "jobs or placement groups, or start Ray with more --num-cpus / --memory (both are logical): "
+                f"the run needs {_amount(max(r.needed for r in rows), memory)} {resource} available where the check runs.",
+                location=first.check,
                 owner="cluster_setup",
             )
         )

@@ -24,7 +24,12 @@ POLL_S = 0.25
 
 
 class HttpError(Exception):
-    """The request failed; the message is safe to show (no response content)."""
+    """The request failed; the message is safe to show (no response content). ``timed_out``: the time ran out
+    before an answer (the server may be slow, not gone)."""
+
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 class HttpAuthError(HttpError):
@@ -73,7 +78,7 @@ class _Reader:
             self.limits.check()
             left = self.deadline - time.monotonic()
             if left <= 0:
-                raise HttpError("no complete answer before the deadline")
+                raise HttpError("no complete answer before the deadline", timed_out=True)
             self.sock.settimeout(min(left, POLL_S))
             try:
                 data = self.sock.recv(65536)
@@ -164,13 +169,14 @@ def _chunked(reader: _Reader, cap: int) -> tuple[bytes, bool]:
 def _connect(target: HttpTarget, deadline: float, limits: CallLimits) -> socket.socket:
     left = deadline - time.monotonic()
     if left <= 0:
-        raise HttpError("no time left to connect")
+        raise HttpError("no time left to connect", timed_out=True)
     try:
         sock = socket.create_connection((target.ip, target.port), timeout=left)
     except OSError as exc:
         limits.check()
         raise HttpError(
-            f"cannot connect to {target.host}:{target.port}: {exc.strerror or type(exc).__name__}"
+            f"cannot connect to {target.host}:{target.port}: {exc.strerror or type(exc).__name__}",
+            timed_out=isinstance(exc, TimeoutError),
         ) from None
     if target.scheme != "https":
         return sock

@@ -126,6 +126,9 @@ class RaySnapshot(BaseModel):
     )
     auth_required: bool = Field(default=False, description="The cluster refused us for lack of a valid token")
     auth_hint: str = Field(default="", description="How to supply the token, when auth_required")
+    timed_out: bool = Field(
+        default=False, description="No answer before the probe's time ran out: the cluster's state is unknown"
+    )
     gcs_address: str | None = None
     dashboard_url: str | None = None
     cluster_ray_version: str | None = None
@@ -303,6 +306,10 @@ emit()
 """
 
 
+#: How a probe that ran out of time says so (the cluster may be slow or loaded, not gone).
+NO_ANSWER = "no answer within"
+
+
 def _run_child(target: RayTarget, budget: float, access: RayAccess) -> tuple[dict[str, Any] | None, str]:
     """Run the GCS probe in a bounded child of this Python; an untrusted cluster gets no credentials and a fresh
     empty HOME (removed afterwards)."""
@@ -326,11 +333,11 @@ def _run_child(target: RayTarget, budget: float, access: RayAccess) -> tuple[dic
         access.limits.check()
         if b"probe: imported" not in done.stderr:
             return None, (
-                f"no answer within {budget:.1f}s: the probe process was still importing ray (this machine is "
+                f"{NO_ANSWER} {budget:.1f}s: the probe process was still importing ray (this machine is "
                 "busy or its disk is cold); the cluster was not reached yet - raise timeout_s"
             )
         return None, (
-            f"no answer within {budget:.1f}s: the address accepts TCP connections but the GCS did not reply "
+            f"{NO_ANSWER} {budget:.1f}s: the address accepts TCP connections but the GCS did not reply "
             "(not a Ray GCS, a firewall, or an overloaded head)"
         )
     if done.truncated:
@@ -407,6 +414,7 @@ def _http_probe(snap: RaySnapshot, target: RayTarget, deadline: float, access: R
         return
     except HttpError as exc:
         snap.errors.append(f"dashboard {url} not reachable: {exc}")
+        snap.timed_out = exc.timed_out
         return
     snap.reachable = True
     ray_version = _dig(version, "ray_version")
@@ -651,6 +659,7 @@ def _gcs_probe(
     data, err = _run_child(target, deadline - time.monotonic(), access)
     if data is None:
         snap.errors.append(err)
+        snap.timed_out = err.startswith(NO_ANSWER)
         return
     snap.method = "gcs"
     snap.errors.extend(str(e)[:600] for e in (data.get("errors") or [])[:10])

@@ -37,6 +37,24 @@ def ray_findings(snap: RaySnapshot, req: rr.RayRequirements | None) -> list[Find
             )
         )
         return out
+    if not snap.reachable and snap.timed_out:
+        out.append(
+            probe_finding(
+                "ray_probe_timed_out",
+                "warning",
+                "ray_not_running",
+                f"Ray at {res.address} ({res.source}): unknown, the probe got no answer within its time "
+                f"({snap.elapsed_s:g} s used) — retry with a longer timeout_s",
+                "ray-preparation",
+                source=SRC_RAY_INIT,
+                evidence="; ".join(snap.errors + snap.notes)[:600],
+                fix="Probe again with a larger timeout_s (a loaded head or a busy machine answers slowly); if it "
+                "still gives no answer, check that the address is the GCS (<head>:6379) or the dashboard "
+                "(http://<head>:8265) and that no firewall drops the packets.",
+                owner="cluster_setup",
+            )
+        )
+        return out
     if not snap.reachable:
         no_address = res.kind == "none"
         out.append(

@@ -20,6 +20,9 @@ class TrainerFacts:
     trainer_line: int | None = None
     other_trainer_call: str | None = None  # `trainer = X(...)` with X no RL trainer config (and none named)
     required_env: dict[str, int] = field(default_factory=dict)  # os.environ["X"] -> first line
+    #: Line of a module-level ``get_model_config_from_hf(...)``: the model's config.json is read when the config
+    #: file is loaded (AutoConfig.from_pretrained, xtuner/v1/model/__init__.py:52-54), not when workers start.
+    model_config_at_load: int | None = None
 
 
 def _call_name(node: ast.AST) -> str | None:
@@ -103,14 +106,28 @@ def _required_env(tree: ast.Module, reads: list[EnvRead]) -> dict[str, int]:
     return {name: line for name, line in found.items() if name not in guarded}
 
 
+def _model_config_at_load(tree: ast.Module) -> int | None:
+    """The first ``get_model_config_from_hf(...)`` outside any function or class body, which runs at load."""
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.Call) and _call_name(node) == "get_model_config_from_hf":
+            return node.lineno
+        todo.extend(ast.iter_child_nodes(node))
+    return None
+
+
 def trainer_facts(tree: ast.Module, text: str, reads: list[EnvRead]) -> TrainerFacts:
-    """Trainer kind and required env vars from the syntax tree (never executed, no value evaluated)."""
+    """Trainer kind, required env vars and load-time model reads from the syntax tree (never executed)."""
     names: dict[str, ast.AST | None] = {}
     star = [False]
     _bound_names(tree.body, names, star)
     required = _required_env(tree, reads)
+    at_load = _model_config_at_load(tree)
     if "trainer" not in names:
-        return TrainerFacts("unknown" if star[0] else "missing", required_env=required)
+        return TrainerFacts("unknown" if star[0] else "missing", required_env=required, model_config_at_load=at_load)
     value = names["trainer"]
     kind = _call_name(value) if value is not None else None
     if kind is None and isinstance(value, ast.Name):  # trainer = some_cfg
@@ -128,4 +145,4 @@ def trainer_facts(tree: ast.Module, text: str, reads: list[EnvRead]) -> TrainerF
         trainer = "disaggregated"
     elif "RLColocateTrainerConfig(" in text and "RLDisaggregatedTrainerConfig(" not in text:
         trainer = "colocate"
-    return TrainerFacts(trainer, getattr(value, "lineno", None), other, required)
+    return TrainerFacts(trainer, getattr(value, "lineno", None), other, required, at_load)

@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping
 
 from ..cluster.ray import RaySnapshot
+from ..config_analysis.view import ConfigView
 from ..core import Finding, ToolInputError, dedupe_findings
 from ..core.findings import DEFAULT_OWNER, FORCED_OWNER, SEVERITY_ORDER, sort_findings
 from .plan import FLAG_NAMES
@@ -228,10 +229,59 @@ def no_backend_finding(xtuner_installed: bool, where: str = "this server's Pytho
 # --------------------------------------------------------------------------------------------------------
 
 
+#: Facts that decide the run only together: (what the config asks, what the environment lacks). When both are
+#: found they become one finding — the environment's, at the severity the config makes it, naming the config line.
+JOINS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("config.trace_needs_otel", ("probe.otelcol_missing", "probe.otel_packages_missing")),
+)
+
+
+def joined(findings: list[Finding]) -> list[Finding]:
+    """Each environment finding a config finding makes decisive, with the config's location and evidence."""
+    by_id = {f.id: f for f in findings}
+    out = list(findings)
+    for config_id, env_ids in JOINS:
+        cause = by_id.get(config_id)
+        if cause is None:
+            continue
+        for i, f in enumerate(out):
+            if f.id in env_ids:
+                out[i] = f.model_copy(
+                    update={
+                        "severity": "blocker",
+                        "location": cause.location or f.location,
+                        "evidence": f"{f.evidence}; the config asks for it ({cause.location}: {cause.title})",
+                    }
+                )
+    return out
+
+
+#: The model directory as each check reports it missing or without config.json.
+MODEL_DIR_IDS = ("probe.env_path_missing.MODEL_PATH", "probe.model_path_missing", "probe.model_config_missing")
+SRC_MODEL_CONFIG_READ = "xtuner/v1/model/__init__.py:52-54"
+
+
+def model_read_at_load(findings: list[Finding], view: ConfigView) -> list[Finding]:
+    """A config that calls ``get_model_config_from_hf`` at module level reads the model's config.json while XTuner
+    loads the file, so a missing model directory fails at config load, not when the workers start."""
+    line = view.facts.model_config_at_load
+    if line is None:
+        return findings
+    note = (
+        f"; the config reads the model's config.json when XTuner loads it ({view.name}:{line}: "
+        f"get_model_config_from_hf -> AutoConfig.from_pretrained, {SRC_MODEL_CONFIG_READ})"
+    )
+    return [
+        f.model_copy(update={"stage": "config_load", "evidence": f.evidence + note}) if f.id in MODEL_DIR_IDS else f
+        for f in findings
+    ]
+
+
 def merge(findings: list[tuple[str, Finding]], ran: set[str]) -> list[Finding]:
-    """Drop what another check says more precisely, keep one finding per root cause, route each to an owner."""
+    """Join facts that decide the run together, drop what another check says more precisely, keep one finding per
+    root cause, route each to an owner."""
     ids = {f.id for _, f in findings}
-    kept = [f for _, f in findings if not _superseded(f, ids, ran)]
+    kept = [f for f in joined([f for _, f in findings]) if not _superseded(f, ids, ran)]
     out: list[Finding] = []
     for f in one_per_root_cause(kept):
         owner = FORCED_ROUTE.get(f.category) or f.owner or DEFAULT_ROUTE.get(f.category)
@@ -299,7 +349,9 @@ def _merged(group: list[Finding]) -> Finding:
 # --------------------------------------------------------------------------------------------------------
 
 #: With a plan that starts Ray, "no cluster" is a step of the plan, not a problem: these probe findings are dropped.
-PLAN_STARTS_RAY_DROPS = frozenset({"probe.ray_not_running", "probe.ray_unreachable", "probe.exit_handler_stops_ray"})
+PLAN_STARTS_RAY_DROPS = frozenset(
+    {"probe.ray_not_running", "probe.ray_unreachable", "probe.ray_probe_timed_out", "probe.exit_handler_stops_ray"}
+)
 SRC_RAY_START_CONFLICT = "xtuner/v1/train/cli/rl.py:45-46"
 
 

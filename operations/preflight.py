@@ -200,7 +200,7 @@ def run(params: Params, ctx: RunContext) -> Result:
     build = _build(r, params, view, env, backend, python_word)
     ctx.progress(float(r.total), float(r.total), "done")
 
-    merged = readiness.staged(readiness.merge(r.findings, set(r.results)))
+    merged = readiness.staged(readiness.model_read_at_load(readiness.merge(r.findings, set(r.results)), view))
     res = build_result(params, r, merged, added, build, mode)
     res.ray_need = need if need is not None and need.known else None
     res.xtuner_classes = insp.xtuner_classes.label if insp is not None else ""

@@ -249,3 +249,35 @@ def preflight_stage_rank(stage: str | None) -> int:
     from xtuner_rl_mcp.core.findings import STAGE_ORDER
 
     return STAGE_ORDER.get(stage or "", len(STAGE_ORDER))
+
+
+def test_trace_without_a_collector_is_no_go_at_the_config_line(tmp_path, monkeypatch):
+    """Tracing on in the config and no otelcol on PATH decide the run together: one blocker naming both."""
+    from .xtuner_config_samples import COLOCATED_SYNC
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # a PATH with no collector (and nothing else)
+    cfg = write(tmp_path, "sync.py", COLOCATED_SYNC)
+    r = call(tmp_path, config=str(cfg), env=ENV, backend="lmdeploy", probe_cluster=False)
+    assert r.verdict == "no_go"
+    otel = next(b for b in r.blockers if b.id == "probe.otelcol_missing")
+    line = COLOCATED_SYNC.splitlines().index("trace_config = TraceConfig(") + 1
+    assert otel.location == f"sync.py:{line}" and "the config asks for it" in otel.evidence
+    assert "config.trace_needs_otel" not in {f.id for f in r.blockers + r.warnings}  # one finding, not two
+    # The same config with tracing off: the missing collector is no blocker at all.
+    off = write(tmp_path, "off.py", mutate(COLOCATED_SYNC, ("enabled=enable_trace,", "enabled=False,")))
+    r2 = call(tmp_path, config=str(off), env=ENV, backend="lmdeploy", probe_cluster=False)
+    assert "probe.otelcol_missing" not in {b.id for b in r2.blockers}
+
+
+def test_a_model_read_at_config_load_fails_at_config_load(tmp_path):
+    """The samples call get_model_config_from_hf(Path(model_path)) at module level: a missing model directory
+    fails while XTuner loads the config file, the first stage after Ray, not when workers start."""
+    cfg = write(tmp_path, "cfg.py", COLOCATED_ASYNC)
+    missing = tmp_path / "no_such_model"
+    r = call(tmp_path, config=str(cfg), model_path=str(missing), backend="lmdeploy", probe_cluster=False)
+    (f,) = [b for b in r.blockers if b.id == "probe.model_path_missing"]
+    assert f.stage == "config_load" and "get_model_config_from_hf" in f.evidence
+    no_read = write(tmp_path, "plain.py", COLOCATED_ASYNC.replace("get_model_config_from_hf(Path(model_path))", "None"))
+    r2 = call(tmp_path, config=str(no_read), model_path=str(missing), backend="lmdeploy", probe_cluster=False)
+    (g,) = [b for b in r2.blockers if b.id == "probe.model_path_missing"]
+    assert g.stage == "rollout_start"

@@ -135,3 +135,23 @@ def test_upstream_examples_agree(tmp_path: Path, example: str) -> None:
     cfg.write_text(text)
     env = {**ENV, "WORK_DIR": str(tmp_path / "work")}
     _assert_agree(_answers(cfg, env, tmp_path))
+
+
+def test_preflight_reads_and_evaluates_the_config_once(tmp_path: Path, monkeypatch) -> None:
+    """The one reader is the one place a config is parsed and evaluated: a preflight call does it once."""
+    from xtuner_rl_mcp.config_analysis import view as view_module
+
+    calls: list[str] = []
+    real = view_module.view_of_source
+
+    def counting(name, source, env, classes=None, path=None):  # the real reader, counted (nothing replaced)
+        calls.append(name)
+        return real(name, source, env, classes, path)
+
+    monkeypatch.setattr(view_module, "view_of_source", counting)
+    env = {**ENV, "WORK_DIR": str(tmp_path / "work")}
+    cfg = write(tmp_path, "d.py", DISAGGREGATED)
+    ctx = RunContext(paths=PathPolicy.from_strings([tmp_path]))
+    res = preflight.run(preflight.Params(config=str(cfg), env=env, backend="lmdeploy", probe_cluster=False), ctx)
+    assert calls == ["d.py"], calls
+    assert {c.name for c in res.checks} >= {"inspect_config", "build_rl_command"}
