@@ -228,3 +228,20 @@ def test_skill_front_matter_and_content() -> None:
     for fact in ("NotImplementedError", "only `tasks`", "no `backend` field", "WORK_DIR", "ray stop --force"):
         assert fact in body, fact
     assert "Hard case 1" in body and "Hard case 2" in body
+
+
+def test_audited_statements_say_what_the_code_does() -> None:
+    """Statements an audit found wrong at b934f46, as the references now state them (each failed on the old text)."""
+    workflows = docs.read_doc("workflows") or ""
+    # One health check is bounded by RolloutConfig.health_check_timeout_seconds (15 s), not by
+    # XTUNER_ROLLOUT_RAY_GET_TIMEOUT (health_manager.py:120-122, 344-349; worker.py:418-427).
+    health = next(line for line in workflows.splitlines() if line.startswith("| one health check"))
+    assert "15 s" in health and "health_check_timeout_seconds" in health
+    ray_get = next(line for line in workflows.splitlines() if "XTUNER_ROLLOUT_RAY_GET_TIMEOUT" in line)
+    assert "health" not in ray_get
+    # The training NCCL groups are suspended after every colocated sync and resumed before the next train step
+    # (rl_trainer.py:1844-1855, 955-959), not only after the first one.
+    for doc in ("workflows", "cluster-and-backends"):
+        paragraphs = re.split(r"\n(?=- |\| )", docs.read_doc(doc) or "")
+        text = " ".join(next(p for p in paragraphs if "XTUNER_SUSPEND_TRAIN_NCCL_AFTER_SYNC" in p).split())
+        assert "after every colocated weight sync" in text and "first" not in text, text
