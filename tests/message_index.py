@@ -1,6 +1,6 @@
 """An index of the messages XTuner's RL path can print, generated from the source (never imported).
 
-``python -m xtuner_rl_mcp.xtuner_rules.message_index --xtuner <checkout or bare repo> --commit b934f46
+``python tests/message_index.py --xtuner <checkout or bare repo> --commit b934f46
 --out references/xtuner_messages.json`` parses every file of the RL path at that commit with :mod:`ast` and records
 each ``raise X(...)``, ``assert cond, msg``, logger ``error``/``warning``/``exception``/``critical`` call and
 ``warnings.warn`` call: file, first and last line, the exception class (``AssertionError`` for an ``assert``, the
@@ -471,7 +471,7 @@ def build_index(source: Source) -> dict[str, object]:
     messages.sort()
     return {
         "commit": source.resolved,
-        "generator": "python -m xtuner_rl_mcp.xtuner_rules.message_index",
+        "generator": "python tests/message_index.py",
         "message_scope": [*MESSAGE_SCOPE, *SUPPORT_FILES, *SHELL_SCOPE],
         "files": files,
         "messages": [asdict(m) for m in messages],
@@ -671,7 +671,7 @@ def _shingles(candidates: tuple[Message, ...], size: int) -> dict[str, tuple[Mes
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m xtuner_rl_mcp.xtuner_rules.message_index", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python tests/message_index.py", description=__doc__)
     parser.add_argument("--xtuner", type=Path, required=True, help="XTuner checkout, bare repo or source folder")
     parser.add_argument("--commit", default=PINNED_COMMIT, help="commit to read (git sources)")
     parser.add_argument("--out", type=Path, default=INDEX_PATH, help="where to write the JSON ('-' for stdout)")
