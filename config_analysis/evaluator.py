@@ -548,6 +548,7 @@ class ConfigEvaluator:
 
     def _obj(self, node: ast.Call, cls: str) -> Obj:
         obj = Obj(node.lineno, self.text(node), cls=cls, conditional=self._conditional_depth > 0)
+        obj.node = node if self._inline_depth == 0 else None
         obj.args = [self.ev(a) for a in node.args]
         for kw in node.keywords:
             val = self.ev(kw.value)

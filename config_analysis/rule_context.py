@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..core import Finding
 from .evaluator import Evaluation
+from .patches import SourcePatcher
 from .report import REF, Setting
-from .values import Unres, Val
+from .values import Obj, Unres, Val
 
 #: XTuner loads the config with Config.fromfile, which executes the file (cited at InternLM/xtuner@b934f46).
 SRC_CONFIG_PY = "xtuner/v1/utils/config.py:17-29"
@@ -14,14 +17,35 @@ SRC_CONFIG_PY = "xtuner/v1/utils/config.py:17-29"
 class Ctx:
     """State shared by the rules of one analysis."""
 
-    def __init__(self, path: str, ev: Evaluation, env: dict[str, str] | None) -> None:
+    def __init__(
+        self, path: str, ev: Evaluation, env: dict[str, str] | None, patcher: SourcePatcher | None = None
+    ) -> None:
         self.path = path
         self.name = path.rsplit("/", 1)[-1]
         self.ev = ev
         self.env = env
+        self.patcher = patcher
         self.findings: list[Finding] = []
         self.unchecked: list[str] = []
         self.settings: list[Setting] = []
+
+    # ---- patches: one diff per finding, None when the fix cannot be written exactly -----------------------------
+
+    def set_value(self, obj: Obj, name: str, value: Any) -> str | None:
+        """A diff giving ``name`` the value ``value``: set where written, inserted when the config leaves it out."""
+        if self.patcher is None:
+            return None
+        if name in obj.kwargs:
+            return self.patcher.diff([self.patcher.set_keyword(obj, name, value)])
+        return self.patcher.diff(self.patcher.insert_keyword(obj, name, value))
+
+    def remove(self, obj: Obj, name: str) -> str | None:
+        """A diff deleting keyword ``name`` from ``obj``'s call (XTuner's default applies)."""
+        return self.patcher.diff([self.patcher.remove_keyword(obj, name)]) if self.patcher is not None else None
+
+    def rename(self, obj: Obj, new_cls: str) -> str | None:
+        """A diff calling ``new_cls`` instead of ``obj.cls`` (imported next to it when missing)."""
+        return self.patcher.diff(self.patcher.rename_call(obj, new_cls)) if self.patcher is not None else None
 
     def loc(self, line: int | None) -> str | None:
         return f"{self.name}:{line}" if line else self.name
@@ -39,6 +63,7 @@ class Ctx:
         anchor: str = "",
         source: str | None = None,
         owner: str = "config_edit",
+        patch: str | None = None,
     ) -> None:
         self.findings.append(
             Finding(
@@ -52,6 +77,7 @@ class Ctx:
                 reference=REF + anchor if anchor else "",
                 source=source,
                 owner=owner,  # type: ignore[arg-type]
+                patch=patch,
             )
         )
 

@@ -14,6 +14,7 @@ from typing import Any
 from ..core import Finding, dedupe_findings, sort_findings
 from ..xtuner_rules import classes as xc
 from .field_values import field_val
+from .patches import SourcePatcher
 from .report import REF
 from .rule_context import SRC_CONFIG_PY, Ctx, describe_unres
 from .rules_env import backend_from_env, check_backend_env, check_env
@@ -63,9 +64,10 @@ def not_python_finding(real: str, suffix: str) -> Finding:
     )
 
 
-def analyse(view: ConfigView) -> dict[str, Any]:
+def analyse(view: ConfigView, patch_path: str | None = None) -> dict[str, Any]:
     """Apply XTuner's rules to a config read once (:mod:`.view`); returns the pieces of a Result (used by preflight
-    too). Runs inside the class table the view was evaluated with."""
+    too). Runs inside the class table the view was evaluated with. Fixes that are an exact edit carry a diff whose
+    header names ``patch_path`` (default the file name)."""
     name = view.name
     if view.syntax is not None:
         f = load_error(
@@ -86,7 +88,7 @@ def analyse(view: ConfigView) -> dict[str, Any]:
         )
         return {"findings": [f], "trainer_found": False, "mode": "unknown"}
     ev = view.evaluation
-    c = Ctx(view.path or name, ev, dict(view.env) if view.env is not None else None)
+    c = Ctx(view.path or name, ev, dict(view.env) if view.env is not None else None, SourcePatcher.of(view, patch_path))
     env = c.env
     check_env(c)
     check_objects(c)
@@ -174,7 +176,7 @@ def trainer_rules(c: Ctx, trainer: Obj, backend: str | None) -> dict[str, Any]:
     check_evaluation(c, trainer)
     r, _ = field_val(trainer, "rollout_config")
     if isinstance(r, Obj):
-        check_rollout(c, r, mode, backend)
+        check_rollout(c, trainer, r, mode, backend)
     out["tasks"] = describe_tasks(c, trainer, mode)
     out["trace_enabled"] = check_trace(c, trainer)
     collect_settings(c, trainer, mode)

@@ -53,6 +53,7 @@ def check_objects(c: Ctx) -> None:
                     fix=extra_fix,
                     anchor=anchor_for(obj.cls),
                     source=(xc.extra_owner(obj.cls) or spec).source,
+                    patch=c.remove(obj, kw),
                 )
         if not obj.splat and not obj.synthetic:
             for fname, f in fields.items():
@@ -91,6 +92,7 @@ def check_field_type(c: Ctx, obj: Obj, kw: str, f: xc.F, val: Val) -> None:
             continue
         expected = " | ".join(allowed)
         owner = xc.field_owner(obj.cls, kw) or xc.get(obj.cls)
+        counterpart = mode_counterpart(item, allowed)
         c.add(
             "config.class_mismatch",
             "warning" if obj.conditional else "blocker",
@@ -102,7 +104,28 @@ def check_field_type(c: Ctx, obj: Obj, kw: str, f: xc.F, val: Val) -> None:
             fix=pairing_fix(obj.cls, kw, item.cls),
             anchor="config-type-mismatches",
             source=f"{owner.path}:{f.line}" if owner else None,
+            patch=c.rename(item, counterpart) if counterpart else None,
         )
+
+
+def mode_counterpart(item: Obj, allowed: list[str]) -> str | None:
+    """The other trainer mode's twin of ``item``'s class (``DisaggTaskSpecConfig`` <-> ``TaskSpecConfig``...) when
+    it is what the field expects and takes every keyword ``item`` passes, each of the class it needs (so the rename
+    never moves the mismatch one level down)."""
+    twin = item.cls.removeprefix("Disagg") if item.cls.startswith("Disagg") else f"Disagg{item.cls}"
+    fields = xc.fields_of(twin)
+    if fields is None or item.splat or not any(xc.is_subclass(twin, a) for a in allowed):
+        return None
+    for kw, val in item.kwargs.items():
+        if kw not in fields:
+            return None
+        expected, complete = annotation_classes(fields[kw].type)
+        if not (expected and complete):
+            continue
+        children = (elements(val) or [val]) if "list[" in fields[kw].type else [val]
+        if any(isinstance(ch, Obj) and not any(xc.is_subclass(ch.cls, e) for e in expected) for ch in children):
+            return None
+    return twin
 
 
 def pairing_fix(parent: str, kw: str, got: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..xtuner_rules.intervals import interval_fix
+from ..xtuner_rules.intervals import interval_fix, nearest_multiple
 from .field_values import field_val, lit
 from .rule_context import Ctx, env_note
 from .values import Obj
@@ -62,6 +62,7 @@ class TrainerFields:
         anchor: str = "interval-validation",
         cat: str = "eval_or_interval_config",
         src: str = SRC_VALIDATOR,
+        patch: str | None = None,
     ) -> None:
         self.c.add(
             fid,
@@ -73,6 +74,7 @@ class TrainerFields:
             fix=fix,
             anchor=anchor,
             source=src,
+            patch=patch,
         )
 
 
@@ -135,6 +137,7 @@ def check_debug_flags(tf: TrainerFields) -> None:
                     fix=f"Set {flag}=False for a real training run.",
                     anchor="baserltrainerconfig",
                     source=src,
+                    patch=tf.c.set_value(tf.t, flag, False),
                 )
 
 
@@ -181,6 +184,7 @@ def check_intervals(tf: TrainerFields) -> None:
             "sync_weights_interval",
             "Set sync_weights_interval to 1 or more.",
             src="xtuner/v1/train/rl_trainer.py:302-303",
+            patch=tf.c.set_value(tf.t, "sync_weights_interval", 1),
         )
         return
     for n in ("checkpoint_interval", "hf_interval"):
@@ -197,6 +201,7 @@ def check_intervals(tf: TrainerFields) -> None:
                 n,
                 f"Set {n}=-1 to disable, or a positive multiple of {s}.",
                 src="xtuner/v1/train/rl_trainer.py:309-312",
+                patch=tf.c.set_value(tf.t, n, -1),
             )
         elif v % s:
             tf.bad(
@@ -207,6 +212,7 @@ def check_intervals(tf: TrainerFields) -> None:
                 n,
                 interval_fix(n, v, s),
                 src="xtuner/v1/train/rl_trainer.py:313-317",
+                patch=tf.c.set_value(tf.t, n, nearest_multiple(v, s)),
             )
     check_evaluate_step(tf, s)
 
@@ -224,6 +230,7 @@ def check_evaluate_step(tf: TrainerFields, s: int) -> None:
                     "evaluate_step",
                     "Set evaluate_step to a positive multiple of sync_weights_interval, or enable_evaluate=False.",
                     src="xtuner/v1/train/rl_trainer.py:319-321",
+                    patch=tf.c.set_value(tf.t, "evaluate_step", s),
                 )
             elif isinstance(e, int) and e % s:
                 origin = (
@@ -237,4 +244,5 @@ def check_evaluate_step(tf: TrainerFields, s: int) -> None:
                     "evaluate_step" if "evaluate_step" in tf.t.kwargs else "sync_weights_interval",
                     interval_fix("evaluate_step", e, s),
                     src="xtuner/v1/train/rl_trainer.py:322-326",
+                    patch=tf.c.set_value(tf.t, "evaluate_step", nearest_multiple(e, s)),
                 )

@@ -85,7 +85,8 @@ def check_pg_strategies(c: Ctx) -> None:
                 evidence=f"XTuner raises at config load: Value error, pg_pack_strategy must be one of "
                 f"{set(xc.VALID_PG_STRATEGIES)}",
                 line=obj.kw_line("pg_pack_strategy"),
-                fix=f"Use one of {', '.join(xc.VALID_PG_STRATEGIES)}.",
+                fix=f"Use one of {', '.join(xc.VALID_PG_STRATEGIES)}, or leave it unset for XTuner's default.",
                 anchor="resources",
                 source=src,
+                patch=c.remove(obj, "pg_pack_strategy"),
             )

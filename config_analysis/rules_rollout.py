@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..xtuner_rules import resources as rr
 from .field_values import field_val, lit, lit_field
 from .rule_context import Ctx
 from .values import Obj
@@ -15,10 +16,52 @@ SRC_COLOC_IPC = "xtuner/v1/train/rl_trainer.py:1646-1647"
 SRC_OVER_CONCURRENCY = "xtuner/v1/rl/rollout/worker.py:477-484"
 
 
-def check_rollout(c: Ctx, r: Obj, mode: str, backend: str | None) -> None:
-    """The RolloutConfig rules: engine sizes and fields first, then the weight transport."""
+def check_rollout(c: Ctx, t: Obj, r: Obj, mode: str, backend: str | None) -> None:
+    """The RolloutConfig rules: engine sizes and fields first, then the engine layout and the weight transport."""
     check_rollout_fields(c, r)
+    check_engine_layout(c, t, r, mode, backend)
     check_weight_transport(c, r, mode, backend)
+
+
+def check_engine_layout(c: Ctx, t: Obj, r: Obj, mode: str, backend: str | None) -> None:
+    """The rollout workers split into engines of num_gpus_per_engine (EP when > 1, else TP) GPUs each; LMDeploy and
+    SGLang raise when they do not divide evenly (lmdeploy.py:160-166, :185-190; sglang.py:129-134)."""
+    group = field_val(t, "resources" if mode == "colocated" else "rollout_resources")[0]
+    if not isinstance(group, Obj):
+        return
+    (n_ok, n), (tp_ok, tp), (ep_ok, ep) = (
+        lit_field(group, "num_workers"),
+        lit_field(r, "tensor_parallel_size"),
+        lit_field(r, "expert_parallel_size"),
+    )
+    if not (n_ok and tp_ok and ep_ok) or not all(isinstance(x, int) and x >= 1 for x in (n, tp, ep)):
+        return
+    engine = rr.num_gpus_per_engine(tp, ep)
+    if n % engine == 0:
+        return
+    kind = "EP" if ep > 1 else "TP"
+    size = "expert_parallel_size" if ep > 1 else "num_gpus_per_engine"
+    fits = n - n % engine
+    divisor = max(d for d in range(1, engine) if n % d == 0)
+    # The engine size first: a colocated run's --num-workers replaces the config's worker count anyway.
+    patch = c.set_value(r, "expert_parallel_size" if ep > 1 else "tensor_parallel_size", divisor)
+    if patch is None and fits:
+        patch = c.set_value(group, "num_workers", fits)
+    cli = f" A colocated run's --num-workers replaces {group.cls}.num_workers." if mode == "colocated" else ""
+    c.add(
+        "config.rollout_workers_not_divisible",
+        "blocker",
+        "resource_mismatch_num_workers",
+        f"{n} rollout workers do not split into engines of {engine} GPUs ({kind} {engine})",
+        evidence=f"XTuner raises at rollout start: ValueError: num_rollout_workers={n} must be divisible by "
+        f"{size}={engine}.",
+        line=group.kw_line("num_workers"),
+        fix=f"Either {rr.engine_layout_fix(n, engine, kind, limit=n)}.{cli}",
+        anchor="rolloutconfig",
+        source=rr.SRC_SGLANG_TP if backend == "sglang" else (rr.SRC_LMDEPLOY_EP if ep > 1 else rr.SRC_LMDEPLOY_TP),
+        owner="config_edit",
+        patch=patch,
+    )
 
 
 def check_rollout_fields(c: Ctx, r: Obj) -> None:
@@ -73,6 +116,7 @@ def check_rollout_fields(c: Ctx, r: Obj) -> None:
             fix="Remove data_parallel_size (keep 1).",
             anchor="rolloutconfig",
             source="xtuner/v1/rl/rollout/vllm.py:167-170",
+            patch=c.remove(r, "data_parallel_size"),
         )
     oc_ok, oc = lit_field(r, "allow_over_concurrency_ratio")
     if oc_ok and oc != 1.2:
@@ -87,6 +131,7 @@ def check_rollout_fields(c: Ctx, r: Obj) -> None:
             fix="Remove allow_over_concurrency_ratio.",
             anchor="rolloutconfig",
             source=SRC_OVER_CONCURRENCY,
+            patch=c.remove(r, "allow_over_concurrency_ratio"),
         )
 
 
@@ -94,6 +139,7 @@ def check_weight_transport(c: Ctx, r: Obj, mode: str, backend: str | None) -> No
     """weight_transport_type: a known transport, NCCL in disaggregated mode, checkpoint_engine only with SGLang."""
     wt, _ = field_val(r, "weight_transport_type")
     wt_ok, wtv = lit(wt)
+    transport = "nccl" if mode == "disaggregated" else "ipc"
     if not wt_ok:
         c.skip("weight transport", wt)
         return
@@ -109,6 +155,7 @@ def check_weight_transport(c: Ctx, r: Obj, mode: str, backend: str | None) -> No
             fix="Use 'ipc' (colocated), 'nccl' (disaggregated) or leave it unset.",
             anchor="rolloutconfig",
             source=SRC_TRANSPORT,
+            patch=c.set_value(r, "weight_transport_type", transport),
         )
         return
     if mode == "disaggregated" and wtv != "nccl":
@@ -123,6 +170,7 @@ def check_weight_transport(c: Ctx, r: Obj, mode: str, backend: str | None) -> No
             fix="Set weight_transport_type='nccl' to make this explicit.",
             anchor="rolloutconfig",
             source=SRC_DISAGG_NCCL,
+            patch=c.set_value(r, "weight_transport_type", "nccl"),
         )
     if isinstance(wtv, str) and wtv.lower() == "checkpoint_engine" and backend and backend != "sglang":
         c.add(
@@ -133,7 +181,8 @@ def check_weight_transport(c: Ctx, r: Obj, mode: str, backend: str | None) -> No
             evidence="XTuner raises at the first weight update: NotImplementedError: Checkpoint Engine weight "
             f"transport currently only supports sglang, got backend={backend!r}.",
             line=r.kw_line("weight_transport_type"),
-            fix="Use weight_transport_type='ipc' for colocated runs, or switch to SGLang.",
+            fix=f"Use weight_transport_type={transport!r} with {backend}, or switch to SGLang.",
             anchor="rolloutconfig",
             source=SRC_TRANSPORT,
+            patch=c.set_value(r, "weight_transport_type", transport),
         )

@@ -198,6 +198,7 @@ def check_task(c: Ctx, task: Obj, role: str, mode: str, *, custom_metric: bool, 
                 fix="Remove enable_batch_judge=True (per-sample judging works with every judger).",
                 anchor="judgers",
                 source=SRC_BATCH_JUDGE if native else SRC_COMPASS_BATCH,
+                patch=c.remove(loop, "enable_batch_judge"),
             )
     strategy, _ = field_val(task, "produce_strategy_config")
     if isinstance(strategy, Obj) and role == "train":
@@ -281,6 +282,7 @@ def check_strategy(c: Ctx, s: Obj, task_name: Any) -> None:
                 fix=f"Use {n} >= {lo}.",
                 anchor="produce-strategies",
                 source=f"xtuner/v1/rl/agent_loop_manager/{src_file}:{(xc.fields_of(s.cls) or {})[n].line}",
+                patch=c.set_value(s, n, lo),
             )
     (ms_ok, ms), (mt_ok, mt) = vals["max_staleness"], vals["max_token_staleness"]
     pr_ok, pr = vals["enable_partial_rollout"]
@@ -295,6 +297,7 @@ def check_strategy(c: Ctx, s: Obj, task_name: Any) -> None:
             "efficiency because not support tail_batch_max_tries logic now",
             line=s.kw_line("max_staleness"),
             fix="Enable enable_partial_rollout=True with max_staleness > 0, or keep max_staleness=0.",
+            patch=c.set_value(s, "enable_partial_rollout", True),
             anchor="produce-strategies",
             source=SRC_STALENESS
             if src_file == "producer.py"
@@ -312,6 +315,7 @@ def check_strategy(c: Ctx, s: Obj, task_name: Any) -> None:
             fix="Keep max_token_staleness <= max_staleness.",
             anchor="produce-strategies",
             source=SRC_TOKEN_STALE,
+            patch=c.set_value(s, "max_token_staleness", ms),
         )
     if mt_ok and tb_ok and mt is not None and tb == -1:
         c.add(

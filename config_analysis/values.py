@@ -40,6 +40,7 @@ class Obj(Val):
     splat: bool = False  # has **kwargs that could not be expanded
     conditional: bool = False  # built inside an ``if`` whose test is unresolved
     synthetic: bool = False  # a class default, not written in the config
+    node: ast.Call | None = None  # the call as written at module level (None inside an inlined function)
 
     def kw_line(self, name: str) -> int:
         """Line of keyword ``name`` in the call, else the line of the call."""

@@ -109,6 +109,7 @@ class Finding(BaseModel):
     source: str | None = Field(default=None, description="XTuner 'path:line' of the rule")
     owner: Owner | None = Field(default=None, description="Who fixes it")
     stage: Stage | None = Field(default=None, description="When XTuner would hit it")
+    patch: str | None = Field(default=None, description="Unified diff of the fix; `git apply` in the allowed root")
 
     @model_validator(mode="after")
     def _route(self) -> Finding:

@@ -64,7 +64,12 @@ class PathPolicy:
         try:
             st = os.stat(real)
         except FileNotFoundError:
-            raise ToolInputError("path_not_found", f"{what} {text!r} does not exist", "Check the path.") from None
+            where = "" if text == str(real) else f" (looked for {str(real)!r})"
+            raise ToolInputError(
+                "path_not_found",
+                f"{what} {text!r} does not exist{where}; allowed roots: {', '.join(self.describe())}",
+                "Check the path; a relative path is taken from the first allowed root.",
+            ) from None
         except PermissionError:
             raise ToolInputError(
                 "path_permission_denied", f"{what} {text!r} cannot be read: permission denied"

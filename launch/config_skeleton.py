@@ -85,6 +85,11 @@ def _imports(p: PlanRequest, cls: ConfigClasses, strategy: ProduceStrategyPlan) 
     return L
 
 
+def _interval(steps: int | None) -> str:
+    """An interval as XTuner takes it: -1 turns it off (xtuner/v1/train/rl_trainer.py:309-310)."""
+    return str(steps) if steps is not None else "-1  # off"
+
+
 def _settings(p: PlanRequest, training: TrainingPlan) -> list[str]:
     L = [
         "",
@@ -106,8 +111,8 @@ def _settings(p: PlanRequest, training: TrainingPlan) -> list[str]:
         f"sync_weights_interval = {p.sync_weights_interval}",
         "# evaluation and saves run only on weight-sync steps: keep these multiples of sync_weights_interval",
         f"evaluate_step = {training.evaluate_step}",
-        f"checkpoint_interval = {training.checkpoint_interval}",
-        f"hf_interval = {training.hf_interval}",
+        f"checkpoint_interval = {_interval(training.checkpoint_interval)}",
+        f"hf_interval = {_interval(training.hf_interval)}",
         "",
     ]
     return L

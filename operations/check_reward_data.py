@@ -15,8 +15,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..cluster.ray import classify_address, tcp_check
-from ..cluster.ray_address import RayAccess
 from ..core import PathPolicy, RunContext, ToolInputError, ToolResult, params_model_config
 from ..core.files import file_size
 from ..core.findings import Detail, Finding
@@ -32,7 +30,6 @@ from ..scanners.data_report import (
 )
 from ..scanners.jsonl_results import FileResult, ScanOptions
 from ..scanners.parallel import PARALLEL_MIN_BYTES, merge_by_file, plan_tasks, scan_local
-from ..scanners.ray_scan import scan_ray
 
 RAY_CONNECT_TIMEOUT_S = 2.0
 
@@ -116,6 +113,8 @@ def run(params: Params, ctx: RunContext) -> Result:
 
     progress(0, f"checking {len(scan_files)} file(s), {total} bytes")
     if params.engine == "ray":
+        from ..scanners.ray_scan import scan_ray  # the Ray client side loads only for a Ray scan
+
         tasks = plan_tasks(scan_files, True, 64)
         address = _resolve_ray_address(params, ctx)
         timeout = ctx.limits.remaining(params.ray_timeout_s)
@@ -161,7 +160,11 @@ def _result(params: Params, report: DataReport, engine: str, workers: int, secon
 
 def _resolve_ray_address(params: Params, ctx: RunContext) -> str:
     """The checked ``ip:port`` of the existing cluster engine='ray' uses: allowed by the address policy (an
-    untrusted one only when this process's Ray driver would not present the server's token) and answering."""
+    untrusted one only when this process's Ray driver would not present the server's token) and answering.
+    Imported here: a local scan (the linter's path) never loads the Ray address and probe modules."""
+    from ..cluster.ray import classify_address, tcp_check
+    from ..cluster.ray_address import RayAccess
+
     raw = params.ray_address or ctx.environ.get("RAY_ADDRESS")
     if not raw or not raw.strip():
         raise ToolInputError(

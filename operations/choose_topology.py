@@ -3,6 +3,9 @@
 One call turns cluster shape, model size and run goals into a topology decision with reasons, the config classes
 to use, worker/CPU/memory sizing that passes XTuner's own Ray checks (``resource_rules``), rollout TP/EP that
 satisfies the engine divisibility rules, a per-GPU memory estimate, a paste-ready config and a Mermaid diagram.
+Planned from the user's ``config``, the paste-ready config is that file with only the values the plan must force
+changed, each listed with its rule (``planning/config_report.py``); without a model size the memory estimate is
+left unknown and the rest is planned.
 
 The engines live in ``planning/`` (topology decision, engine and group sizing, Ray fit, memory) and ``launch/``
 (config skeleton, diagram); this module is the tool's face. Sources (InternLM/xtuner@b934f46) are cited next to
@@ -15,13 +18,16 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ..config_analysis.patches import patch_label
 from ..config_analysis.view import read_view
 from ..core import RunContext, ToolInputError, ToolResult, params_model_config
 from ..core.findings import DEFAULT_LIST_CAP, Detail, Finding, cap, dedupe_findings, sort_findings
 from ..launch.config_skeleton import build_snippet
 from ..launch.diagram import build_diagram
+from ..planning.citations import WF
 from ..planning.cluster_fit import ClusterShape, resolve_cluster
-from ..planning.config_plan import ConfigPlanReport, request_updates
+from ..planning.config_plan import ConfigReading, request_updates
+from ..planning.config_report import ConfigPlanReport, config_report
 from ..planning.model_size import load_model_info
 from ..planning.models import (
     Alternative,
@@ -51,7 +57,7 @@ class Params(BaseModel):
     config: str | None = Field(
         default=None,
         max_length=4096,
-        description="Path of your RL config (.py) to plan from; kept where XTuner and the cluster allow",
+        description="Your RL config (.py) to plan from",
     )
     nodes: int | None = Field(
         default=None, ge=1, le=4096, description="Machines with accelerators; not with use_cluster"
@@ -69,9 +75,14 @@ class Params(BaseModel):
     model_path: str | None = Field(
         default=None, max_length=4096, description="HF model dir (size, layers, heads, experts)"
     )
-    params_b: float | None = Field(default=None, gt=0, le=10000, description="Billions, without model_path")
+    params_b: float | None = Field(
+        default=None, gt=0, le=10000, description="Billions (rough); neither: no memory estimate"
+    )
     max_prompt_len: int = Field(default=1024, ge=1, le=2_000_000)
     max_response_len: int = Field(default=4096, ge=1, le=2_000_000)
+    pack_max_length: int | None = Field(
+        default=None, ge=1, le=10_000_000, description="Default: context rounded up, >= 16384"
+    )
     prompt_repeat_k: int = Field(default=8, ge=1, le=1024, description="GRPO group size")
     train_batch_size: int = Field(default=64, ge=1, le=1_000_000, description="Prompt groups per step")
     priority: Priority = Field(
@@ -130,7 +141,8 @@ class Result(ToolResult):
     config_snippet: str
     diagram: str
     from_config: ConfigPlanReport | None = Field(
-        default=None, description="With `config`: what was kept, changed and why; effective staleness"
+        default=None,
+        description="With `config`: every value kept, changed (rule), added, from env or assumed; staleness; patch",
     )
     findings: list[Finding]
     findings_omitted: int = 0
@@ -144,21 +156,22 @@ class Result(ToolResult):
 def run(params: Params, ctx: RunContext) -> Result:
     ctx.progress(0, 4, "reading model")
     model = load_model_info(params, ctx)
+    reading = None
+    if params.config is not None and params.nodes is not None and not params.use_cluster:
+        params, reading = _read_config(params, ctx, params.nodes)  # its accelerator decides the node shape
     shape, early = resolve_cluster(params, ctx)
-    given, report = None, None
-    if params.config is not None:
-        given = read_view(params.config, ctx.paths, {"WORLD_SIZE": str(shape.nodes)})
-        if given.plan_why_not:
-            raise ToolInputError(
-                "config_unreadable",
-                f"config {params.config!r}: {given.plan_why_not}",
-                "Fix the config (inspect_config explains), or plan without `config`.",
-            )
-        upd, report = request_updates(given, set(params.model_fields_set), params.model_dump())
-        params = params.model_copy(update=upd)
-    plan = plan_topology(params, model, shape, early, ctx, given, report)
+    if params.config is not None and reading is None:
+        params, reading = _read_config(params, ctx, shape.nodes)
+    plan = plan_topology(params, model, shape, early, ctx, reading)
     ctx.progress(3, 4, "writing config")
     snippet, diagram = _render(params, model, shape, plan)
+    report = None
+    if reading is not None:
+        label = patch_label(reading.view.path, ctx.paths.roots, reading.view.name)
+        report, snippet = config_report(reading, plan, params, snippet, label, ctx.limits.check)
+        plan.findings += [_not_written(reading, text) for text in report.not_applied]
+    if params.detail == "summary":
+        snippet = diagram = ""
     findings = sort_findings(dedupe_findings(plan.findings))
     blockers = [f for f in findings if f.severity == "blocker"]
     findings, omitted = cap(findings, DEFAULT_LIST_CAP)
@@ -191,8 +204,38 @@ def run(params: Params, ctx: RunContext) -> Result:
     )
 
 
+def _read_config(params: Params, ctx: RunContext, nodes: int) -> tuple[Params, ConfigReading]:
+    """The user's config read once with the plan's environment (WORLD_SIZE = its nodes), and the request it sets."""
+    assert params.config is not None
+    env = {"WORLD_SIZE": str(nodes)}
+    view = read_view(params.config, ctx.paths, env)
+    if view.plan_why_not:
+        raise ToolInputError(
+            "config_unreadable",
+            f"config {params.config!r}: {view.plan_why_not}",
+            "Fix the config (inspect_config explains), or plan without `config`.",
+        )
+    upd, reading = request_updates(view, env, set(params.model_fields_set), params.model_dump())
+    return params.model_copy(update=upd), reading
+
+
+def _not_written(reading: ConfigReading, text: str) -> Finding:
+    return Finding(
+        id="topo.config_value_not_written",
+        severity="warning",
+        category="other",
+        title=f"A value the plan needs could not be written into {reading.view.name}",
+        evidence=text,
+        location=reading.view.name,
+        fix="Edit it by hand as stated; the plan's figures assume the value it names.",
+        reference=f"{WF}#topologies",
+        owner="config_edit",
+    )
+
+
 def _render(params: Params, model: ModelInfo, shape: ClusterShape, plan: TopologyPlan) -> tuple[str, str]:
-    """The paste-ready config and the Mermaid diagram; both empty for detail=summary."""
+    """A new paste-ready config for the plan (replaced by the user's edited file when planning from one) and the
+    Mermaid diagram."""
     groups = plan.resources.groups
     snippet = build_snippet(
         plan.topology,
@@ -215,8 +258,6 @@ def _render(params: Params, model: ModelInfo, shape: ClusterShape, plan: Topolog
         shape.accelerator,
         shape.cpus_per_node,
     )
-    if params.detail == "summary":
-        snippet = diagram = ""
     return snippet, diagram
 
 
@@ -248,11 +289,38 @@ def _summary(plan: TopologyPlan, shape: ClusterShape, blockers: list[Finding], r
         f"{topology} with {trainer_cls}, {layout} {acc}, rollout tp={tp} ep={ep}, {plan.strategy.class_name} "
         f"(staleness ≤ {plan.strategy.effective_stale_threshold_steps} step(s)); {need}, {fit_txt}"
     )
+    text += _memory_words(plan)
     if report is not None:
-        text += f"; from {report.config}: {len(report.kept)} value(s) kept, {len(report.changed)} changed"
-        if report.changed:
-            text += f" ({report.changed[0]})"
+        text += _config_words(report)
     text += f"; {len(blockers)} blocker(s)"
     if blockers:
         text += f", first: {blockers[0].title}"
+    return text
+
+
+def _memory_words(plan: TopologyPlan) -> str:
+    m = plan.memory
+    if m.basis == "unknown":
+        return "; memory not estimated (pass model_path or params_b)"
+    if m.train_total_range_gib is not None:
+        lo, hi = m.train_total_range_gib
+        return f"; training memory ~{m.train_total_gib:g} GiB per accelerator (rough, {lo:g}–{hi:g}: params_b only)"
+    return ""
+
+
+def _config_words(report: ConfigPlanReport) -> str:
+    """What planning from the config kept and changed, the first change, and the env the numbers depend on."""
+    if report.snippet_basis == "skeleton":
+        text = f"; from {report.config}: a new config ({report.basis_why.split(':', 1)[0]})"
+    else:
+        text = (
+            f"; from {report.config}: {len(report.kept)} value(s) kept, {len(report.changed)} changed, "
+            f"{len(report.added)} added"
+        )
+        first = (report.changed + report.added)[:1]
+        if first:
+            text += f" ({first[0]})"
+    depends = [e for e in report.environment if e.plan_depends and e.value_source == "set by the plan"]
+    if depends:
+        text += "; depends on " + ", ".join(f"{e.name}={e.plan_value}" for e in depends) + " at launch"
     return text

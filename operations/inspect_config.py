@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..cluster.training_env import xtuner_source
 from ..cluster.xtuner_install import BUILTIN, XtunerClasses, annotate, load_installed
 from ..config_analysis.env_reads import EnvRead
+from ..config_analysis.patches import patch_label
 from ..config_analysis.report import CPUPool, ResourcePool, Setting, TaskInfo
 from ..config_analysis.rules import analyse, not_python_finding
 from ..config_analysis.view import ConfigView, read_view
@@ -131,7 +131,7 @@ def run(
     if view is None:
         view = read_view(params.path, ctx.paths, params.env, rows)
     with xc.use_table(rows):
-        data = analyse(view)
+        data = analyse(view, patch_label(view.path, ctx.paths.roots, view.name))
     data["findings"] = staged(annotate(data["findings"], used, rows or xc.CLASSES))
     res = build_result(view.path or params.path, data, params)
     res.xtuner_classes = used
@@ -148,6 +148,8 @@ def classes_for(training_env: str | None, ctx: RunContext) -> InstalledClasses:
     """The class rows to check against: the XTuner of ``training_env`` (read from its files), else b934f46's."""
     if training_env is None:
         return None, BUILTIN
+    from ..cluster.training_env import xtuner_source  # a training env's reader loads only when one is named
+
     package, commit = xtuner_source(training_env, ctx.paths, ctx.limits)
     rows, used = load_installed(package, commit, ctx.paths)
     return (rows if used.used == "installed" else None), used

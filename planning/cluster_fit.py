@@ -31,14 +31,28 @@ class ClusterShape:
 
 
 @dataclass(frozen=True)
-class RaySizing:
-    """Per-worker CPUs and memory, XTuner's Ray requirements at those values, and the fit against the cluster."""
+class WorkerAsk:
+    """What one worker of a group asks Ray for: the config's values, else XTuner's defaults (12 CPUs, 16 GiB)."""
 
-    cpus_per_worker: float
-    memory_per_worker: int
+    cpus: float = rr.DEFAULT_NUM_CPUS_PER_WORKER
+    memory: int = rr.DEFAULT_CPU_MEMORY_PER_WORKER_BYTES
+    accelerators: float = 1.0
+
+
+DEFAULT_ASK = WorkerAsk()
+
+
+@dataclass(frozen=True)
+class RaySizing:
+    """Per-worker CPUs and memory of each group (by role), XTuner's Ray requirements at those values, and the fit."""
+
+    per_group: dict[str, WorkerAsk]
     requirements: rr.RayRequirements
     rows: list[rr.FitRow]
     fits: bool | None
+
+    def ask(self, role: str) -> WorkerAsk:
+        return self.per_group.get(role, DEFAULT_ASK)
 
 
 def _npu_per_node_finding(per_node: int) -> Finding:
@@ -140,27 +154,46 @@ def fit_per_worker(
     accelerator: rr.Accelerator,
     pools: list[rr.ExternalCPUPool],
     cluster: rr.ClusterCapacity | None,
-    start: tuple[float, int] | None = None,
-) -> tuple[float, int, rr.RayRequirements, list[rr.FitRow]]:
-    """Largest per-worker CPUs and memory up to ``start`` (the config's values; default XTuner's 12 CPUs, 16 GiB)
-    that pass every check; ``start`` itself when no cluster is known."""
+    asks: dict[str, WorkerAsk] | None = None,
+) -> tuple[dict[str, WorkerAsk], rr.RayRequirements, list[rr.FitRow]]:
+    """Each group's per-worker CPUs and memory: what ``asks`` (the config's values by role; default XTuner's) says
+    when no cluster is known or it fits, else the largest common caps on CPUs and memory under which every check
+    passes (a group that asks for less keeps its own value)."""
+    asks = asks or {}
 
-    def build(cpw: float, mem: int) -> rr.RayRequirements:
-        pgs = [rr.accelerator_pg_requirements(n, cpw, mem, accelerator=accelerator, name=name) for name, n in groups]
+    def capped(c: float, m: int) -> dict[str, WorkerAsk]:
+        out = {}
+        for role, _ in groups:
+            a = asks.get(role, DEFAULT_ASK)
+            out[role] = WorkerAsk(min(a.cpus, c), min(a.memory, m), a.accelerators)
+        return out
+
+    def build(per: dict[str, WorkerAsk]) -> rr.RayRequirements:
+        pgs = [
+            rr.accelerator_pg_requirements(
+                n,
+                per[role].cpus,
+                per[role].memory,
+                accelerator=accelerator,
+                num_accelerators_per_worker=per[role].accelerators,
+                name="train" if role == "shared" else role,
+            )
+            for role, n in groups
+        ]
         return rr.ray_requirements(pgs, pools)
 
-    cpw, mem = start or (rr.DEFAULT_NUM_CPUS_PER_WORKER, rr.DEFAULT_CPU_MEMORY_PER_WORKER_BYTES)
-    req = build(cpw, mem)
+    first = capped(float("inf"), 1 << 62)
+    req = build(first)
     if cluster is None:
-        return cpw, mem, req, []
+        return first, req, []
     rows = rr.check_fit(req, cluster)
     if rr.fits(rows):
-        return cpw, mem, req, rows
+        return first, req, rows
 
-    # Every check is monotone in the per-worker request, so binary-search the largest CPUs (at the smallest
-    # memory), then the largest memory at those CPUs: a handful of evaluations even for thousands of nodes.
+    # Every check is monotone in the per-worker request, so binary-search the largest CPU cap (at the smallest
+    # memory), then the largest memory cap at that CPU cap: a handful of evaluations even for thousands of nodes.
     def ok(c: int, m_gib: int) -> bool:
-        return rr.fits(rr.check_fit(build(float(c), m_gib * rr.GIB), cluster))
+        return rr.fits(rr.check_fit(build(capped(float(c), m_gib * rr.GIB)), cluster))
 
     def largest(lo: int, hi: int, pred: Any) -> int | None:
         if not pred(lo):
@@ -170,13 +203,16 @@ def fit_per_worker(
             lo, hi = (mid, hi) if pred(mid) else (lo, mid - 1)
         return lo
 
-    c_best = largest(1, max(1, int(cpw)), lambda c: ok(c, MIN_WORKER_MEMORY_GIB))
+    top_c = max(1, int(max(a.cpus for a in first.values())))
+    top_m = max(MIN_WORKER_MEMORY_GIB, max(a.memory for a in first.values()) // rr.GIB)
+    c_best = largest(1, top_c, lambda c: ok(c, MIN_WORKER_MEMORY_GIB))
     if c_best is not None:
-        m_best = largest(MIN_WORKER_MEMORY_GIB, max(MIN_WORKER_MEMORY_GIB, mem // rr.GIB), lambda m: ok(c_best, m))
+        m_best = largest(MIN_WORKER_MEMORY_GIB, top_m, lambda m: ok(c_best, m))
         if m_best is not None:
-            r = build(float(c_best), m_best * rr.GIB)
-            return float(c_best), m_best * rr.GIB, r, rr.check_fit(r, cluster)
-    return cpw, mem, req, rows
+            per = capped(float(c_best), m_best * rr.GIB)
+            r = build(per)
+            return per, r, rr.check_fit(r, cluster)
+    return first, req, rows
 
 
 def _fmt(row: rr.FitRow, available: bool = False) -> str:
@@ -191,11 +227,11 @@ def size_ray_groups(
     shape: ClusterShape,
     group_shape: list[tuple[str, int]],
     given_pools: list[rr.ExternalCPUPool] | None = None,
-    start: tuple[float, int] | None = None,
+    asks: dict[str, WorkerAsk] | None = None,
 ) -> tuple[RaySizing, list[Finding]]:
     """Ray requirements: XTuner's own arithmetic (resource_rules), sized to the cluster if known.
 
-    ``given_pools`` and ``start`` come from the user's config (its CPU pools and per-worker CPUs/memory).
+    ``given_pools`` and ``asks`` come from the user's config (its CPU pools and each group's per-worker values).
     """
     if given_pools:
         pools = rr.unique_pool_names(given_pools)
@@ -204,28 +240,30 @@ def size_ray_groups(
         if p.judger_cpu_workers:
             pools.append(rr.judger_pool("openai/gsm8k", num_workers=p.judger_cpu_workers))
         pools = rr.unique_pool_names(pools)
-    pg_names = [("train" if r == "shared" else r, n) for r, n in group_shape]
-    cpw, mem, req, rows = fit_per_worker(pg_names, shape.accelerator, pools, shape.cluster, start)
+    per, req, rows = fit_per_worker(group_shape, shape.accelerator, pools, shape.cluster, asks)
     fit_ok = rr.fits(rows) if shape.cluster is not None else None
-    sizing = RaySizing(cpw, mem, req, rows, fit_ok)
-    return sizing, fit_findings(sizing, shape, start)
+    sizing = RaySizing(per, req, rows, fit_ok)
+    return sizing, fit_findings(sizing, shape, asks)
 
 
-def fit_findings(sizing: RaySizing, shape: ClusterShape, start: tuple[float, int] | None = None) -> list[Finding]:
+def fit_findings(sizing: RaySizing, shape: ClusterShape, asks: dict[str, WorkerAsk] | None = None) -> list[Finding]:
     """Lowered per-worker resources, each failing check, or a note that the fit was not checked."""
     findings: list[Finding] = []
-    cpw, mem, req = sizing.cpus_per_worker, sizing.memory_per_worker, sizing.requirements
-    first = start or (rr.DEFAULT_NUM_CPUS_PER_WORKER, rr.DEFAULT_CPU_MEMORY_PER_WORKER_BYTES)
-    if shape.cluster is not None and sizing.fits and (cpw, mem) != first:
+    req = sizing.requirements
+    was = asks or {}
+    lowered = [(role, was.get(role, DEFAULT_ASK), now) for role, now in sizing.per_group.items()]
+    lowered = [(role, before, now) for role, before, now in lowered if now != before]
+    if shape.cluster is not None and sizing.fits and lowered:
+        role, before, now = lowered[0]
         findings.append(
             Finding(
                 id="topo.resources_reduced",
                 severity="warning",
                 category="ray_resources_insufficient",
-                title=f"Per-worker resources lowered to {cpw:g} CPU and {mem // rr.GIB} GiB to fit the cluster",
-                evidence=f"{'your config' if start else 'XTuner defaults'}: {first[0]:g} CPU, {first[1] / rr.GIB:g} GiB "
-                f"per worker; {req.placement_groups[0].num_workers} workers × that + 10 CPUs / 10 GiB is more than "
-                "the cluster offers",
+                title=f"Per-worker resources lowered to {now.cpus:g} CPU and {now.memory // rr.GIB} GiB to fit the cluster",
+                evidence=f"{'your config' if asks else 'XTuner defaults'}: {before.cpus:g} CPU, {before.memory / rr.GIB:g} GiB "
+                f"per {role} worker; {req.placement_groups[0].num_workers} workers × that + 10 CPUs / 10 GiB is more "
+                "than the cluster offers",
                 fix="Keep these values, or add CPUs/memory to the Ray nodes (ray start --num-cpus/--memory).",
                 reference=f"{CB}#resource-checks",
                 source=rr.SRC_PG_CPU,
@@ -269,23 +307,30 @@ def _not_checked_finding(sizing: RaySizing, shape: ClusterShape) -> Finding:
         title="Cluster CPUs/memory not given; fit not checked",
         evidence=f"the run needs at least {req.min_cluster_cpus:g} Ray CPUs and "
         f"{req.min_cluster_memory_gib:g} GiB Ray memory in total (about {per_node_cpus} CPUs and "
-        f"{per_node_mem} GiB per node, and {sizing.cpus_per_worker * shape.per_node:g} CPUs on each fully used node)",
+        f"{per_node_mem} GiB per node, and {max(a.cpus for a in sizing.per_group.values()) * shape.per_node:g} CPUs "
+        "on each fully used node)",
         fix="Pass cpus_per_node and memory_gib_per_node (from `ray status`), or use_cluster=true.",
         reference=f"{CB}#resource-checks",
         source=rr.SRC_PG_CPU,
     )
 
 
-def worker_groups(group_shape: list[tuple[str, int]], sizing: RaySizing) -> list[WorkerGroupPlan]:
-    """One WorkerGroupPlan per placement group, at the fitted per-worker CPUs and memory."""
-    cpw, mem = sizing.cpus_per_worker, sizing.memory_per_worker
-    return [
-        WorkerGroupPlan(
-            role=r,
-            num_workers=n,
-            num_cpus_per_worker=cpw,
-            cpu_memory_per_worker_bytes=mem,
-            cpu_memory_per_worker_gib=round(mem / rr.GIB, 3),
+def worker_groups(
+    group_shape: list[tuple[str, int]], sizing: RaySizing, accelerator: rr.Accelerator
+) -> list[WorkerGroupPlan]:
+    """One WorkerGroupPlan per placement group, at its fitted per-worker CPUs and memory."""
+    out = []
+    for role, n in group_shape:
+        a = sizing.ask(role)
+        out.append(
+            WorkerGroupPlan(
+                role=role,
+                num_workers=n,
+                accelerator=accelerator,
+                num_accelerators_per_worker=a.accelerators,
+                num_cpus_per_worker=a.cpus,
+                cpu_memory_per_worker_bytes=a.memory,
+                cpu_memory_per_worker_gib=round(a.memory / rr.GIB, 3),
+            )
         )
-        for r, n in group_shape
-    ]
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..core import Finding
 from ..xtuner_rules import resources as rr
 from .citations import CB, SRC_MAX_BATCH, SRC_OFFLOAD, WF
-from .model_size import BYTES_BF16
+from .model_size import BYTES_BF16, MODEL_SIZE_HINT
 from .models import MemoryEstimate, ModelInfo, PlanRequest, RolloutPlan, Topology
 
 #: bf16 weights + bf16 grads + fp32 master weights + fp32 Adam m and v = 2 + 2 + 4 + 8 bytes per parameter.
@@ -21,22 +21,61 @@ def _gib(n: float) -> float:
     return round(n / rr.GIB, 2)
 
 
-def train_memory(model: ModelInfo, train_workers: int, pack_max_length: int, sp_size: int) -> dict[str, float]:
-    p = model.params_total_b * 1e9
+#: layers × hidden of public dense models over (params / 12)^(2/3), from their model cards (params in billions, layers,
+#: hidden): a dense transformer has about 12 × layers × hidden² parameters, so layers × hidden ≈ f × (params / 12)^(2/3)
+#: with f set by how deep the model is for its width. The spread of f is how far a params_b estimate may be off.
+SHAPE_CALIBRATION = {
+    "Qwen2.5-7B": (7.61, 28, 3584),  # f = 0.136, the lowest
+    "Qwen3-32B": (32.8, 64, 5120),  # 0.168
+    "Llama-3-8B": (8.03, 32, 4096),  # 0.171
+    "Qwen3-8B": (8.19, 36, 4096),  # 0.190
+    "Llama-3.1-405B": (405.9, 126, 16384),  # 0.197
+    "Llama-3-70B": (70.6, 80, 8192),  # 0.201
+    "Qwen3-0.6B": (0.596, 28, 1024),  # 0.212, the highest
+}
+#: f for the point estimate (the geometric mean over the calibration shapes) and its range, widened to round values.
+SHAPE_FACTOR, SHAPE_FACTOR_RANGE = 0.19, (0.13, 0.22)
+
+
+def layers_times_hidden(params_b: float, factor: float = SHAPE_FACTOR) -> float:
+    """layers × hidden of a dense model with ``params_b`` billion parameters (see SHAPE_CALIBRATION)."""
+    return factor * (params_b * 1e9 / 12) ** (2 / 3)
+
+
+def train_memory(
+    model: ModelInfo, train_workers: int, pack_max_length: int, sp_size: int, factor: float = SHAPE_FACTOR
+) -> dict[str, float]:
+    """Bytes per training accelerator; ``factor`` sets layers × hidden when config.json did not give them."""
+    p = (model.params_total_b or 0.0) * 1e9
     weights = BYTES_BF16 * p / train_workers
     grads = BYTES_BF16 * p / train_workers
     optim = (TRAIN_BYTES_PER_PARAM - 2 * BYTES_BF16) * p / train_workers
     # Recomputed layers keep one bf16 hidden state per layer for the packed sequence; plus a fixed workspace.
     if model.hidden_size and model.num_layers:
-        acts = model.num_layers * pack_max_length * model.hidden_size * BYTES_BF16 / sp_size
+        layer_width = model.num_layers * model.hidden_size
     else:
-        acts = 0.05 * p * BYTES_BF16
-    acts += RUNTIME_RESERVE_GIB * rr.GIB
+        layer_width = layers_times_hidden(model.params_total_b or 0.0, factor)
+    acts = layer_width * pack_max_length * BYTES_BF16 / sp_size + RUNTIME_RESERVE_GIB * rr.GIB
     return {"weights": weights, "grads": grads, "optim": optim, "acts": acts}
 
 
+def _rough_range(model: ModelInfo, train_n: int, pack_max_length: int, sp_size: int) -> tuple[float, float]:
+    lo, hi = (sum(train_memory(model, train_n, pack_max_length, sp_size, f).values()) for f in SHAPE_FACTOR_RANGE)
+    return _gib(lo), _gib(hi)
+
+
+def _uncertainty(total: float, span: tuple[float, float]) -> str:
+    return (
+        f"rough: without config.json the activations take layers × hidden ≈ {SHAPE_FACTOR} × (params / 12)^(2/3) "
+        f"(a dense transformer has ~12 × layers × hidden² parameters; the factor is {SHAPE_FACTOR_RANGE[0]}–"
+        f"{SHAPE_FACTOR_RANGE[1]} over public model cards, Qwen2.5-7B to Qwen3-0.6B), so the training total "
+        f"{total:g} GiB may be anywhere in {span[0]:g}–{span[1]:g} GiB; a MoE is counted as dense (its activations "
+        "are smaller) and the KV cache is unknown. Pass model_path for the estimate from config.json."
+    )
+
+
 def rollout_weights_per_gpu(model: ModelInfo, tp: int, ep: int) -> float:
-    p = model.params_total_b * 1e9
+    p = (model.params_total_b or 0.0) * 1e9
     if ep > 1 and model.is_moe:
         expert = model.expert_params_b * 1e9
         return BYTES_BF16 * ((p - expert) + expert / ep)
@@ -70,6 +109,8 @@ def estimate_memory(
     gpu_gib: float,
     topology: Topology,
 ) -> MemoryEstimate:
+    if model.source == "unknown":
+        return MemoryEstimate(basis="unknown", what_to_pass=MODEL_SIZE_HINT, gpu_memory_gib=gpu_gib)
     gpu_bytes = gpu_gib * rr.GIB
     tm = train_memory(model, max(1, train_n), pack_max_length, p.sp_size)
     train_total = sum(tm.values())
@@ -99,15 +140,20 @@ def estimate_memory(
             "colocated: training state is offloaded before rollout starts and rollout memory is released for "
             f"training ({SRC_OFFLOAD}), so the peak is the larger of the two"
         )
+    span = uncertainty = None
     if model.source == "params_b":
-        assumptions.append("no config.json: activations approximated, KV cache unknown")
+        span = _rough_range(model, max(1, train_n), pack_max_length, p.sp_size)
+        uncertainty = _uncertainty(_gib(train_total), span)
     return MemoryEstimate(
+        basis=model.source,
+        uncertainty=uncertainty,
         gpu_memory_gib=gpu_gib,
         train_weights_gib=_gib(tm["weights"]),
         train_grads_gib=_gib(tm["grads"]),
         train_optimizer_gib=_gib(tm["optim"]),
         train_activations_gib=_gib(tm["acts"]),
         train_total_gib=_gib(train_total),
+        train_total_range_gib=span,
         train_fits=train_total <= TRAIN_MEMORY_HEADROOM * gpu_bytes,
         rollout_weights_gib=_gib(w),
         rollout_kv_budget_gib=_gib(max(budget, 0)),
@@ -122,10 +168,19 @@ def estimate_memory(
 def memory_findings(
     m: MemoryEstimate, model: ModelInfo, rollout: RolloutPlan, engine_fits: bool, context_length: int
 ) -> list[Finding]:
+    if m.basis == "unknown" or m.train_total_gib is None:
+        return [_size_unknown_finding(rollout)]
     out: list[Finding] = []
     if not m.train_fits:
         share = m.train_total_gib / m.gpu_memory_gib if m.gpu_memory_gib else float("inf")
         over = share > 1.0  # beyond the device itself, not only beyond the headroom: it cannot fit
+        rough = ""
+        if m.train_total_range_gib is not None:
+            lo, hi = m.train_total_range_gib
+            rough = (
+                f"; rough (params_b only): {lo:g}–{hi:g} GiB depending on the model's layers × hidden, "
+                "model_path gives the estimate from config.json"
+            )
         out.append(
             Finding(
                 id="topo.train_memory_exceeds",
@@ -135,7 +190,7 @@ def memory_findings(
                 evidence=f"weights {m.train_weights_gib:g} + grads {m.train_grads_gib:g} + optimizer "
                 f"{m.train_optimizer_gib:g} + activations {m.train_activations_gib:g} GiB = {share:.0%} of the "
                 f"accelerator; rule: an estimate above {TRAIN_MEMORY_HEADROOM:.0%} is a warning (allocator and "
-                "communication buffers need the rest), above 100% a blocker",
+                f"communication buffers need the rest), above 100% a blocker{rough}",
                 fix="Add training accelerators, lower max_response_len/pack_max_length, raise sp_size, or enable "
                 "FSDPConfig(cpu_offload=True).",
                 reference=f"{WF}#topologies",
@@ -190,3 +245,16 @@ def memory_findings(
             )
         )
     return out
+
+
+def _size_unknown_finding(rollout: RolloutPlan) -> Finding:
+    return Finding(
+        id="topo.model_size_unknown",
+        severity="warning",
+        category="resource_mismatch_num_workers",
+        title="Memory not estimated and the rollout engine not sized: the model size is unknown",
+        evidence=f"no model_path or params_b; the plan keeps tp={rollout.tensor_parallel_size}, "
+        f"ep={rollout.expert_parallel_size} without checking that the weights and KV cache fit",
+        fix=MODEL_SIZE_HINT[0].upper() + MODEL_SIZE_HINT[1:] + " to estimate memory and size the engine.",
+        reference=f"{WF}#topologies",
+    )

@@ -10,6 +10,11 @@ from .models import ModelInfo, PlanRequest
 
 MAX_CONFIG_JSON_BYTES = 2 * 1024 * 1024
 BYTES_BF16 = 2
+#: What enables the memory estimate and the engine sizing when neither model_path nor params_b was given.
+MODEL_SIZE_HINT = (
+    "pass model_path (an HF model directory: the estimate uses its config.json) or params_b (total parameters in "
+    "billions: a rough estimate)"
+)
 
 
 def _int(cfg: dict[str, Any], *keys: str) -> int | None:
@@ -95,7 +100,8 @@ def estimate_from_config(cfg: dict[str, Any]) -> ModelInfo | None:
 
 
 def load_model_info(params: PlanRequest, ctx: RunContext) -> ModelInfo:
-    """Model size from config.json (through the path policy) or params_b."""
+    """Model size from config.json (through the path policy) or params_b; ``source="unknown"`` without either (the
+    plan is made without memory figures and says what to pass)."""
     if params.model_path:
         model_dir = ctx.paths.check(params.model_path, kind="dir", what="model_path")
         cfg_path = model_dir / "config.json"
@@ -131,7 +137,7 @@ def load_model_info(params: PlanRequest, ctx: RunContext) -> ModelInfo:
         )
     if params.params_b:
         return _from_params_b(params.params_b)
-    raise ToolInputError("model_missing", "give model_path (HF directory) or params_b", "Pass model_path or params_b.")
+    return ModelInfo(source="unknown", notes=[MODEL_SIZE_HINT])
 
 
 def _from_params_b(params_b: float) -> ModelInfo:

@@ -28,6 +28,7 @@ class PlanRequest(Protocol):
     params_b: float | None
     max_prompt_len: int
     max_response_len: int
+    pack_max_length: int | None
     prompt_repeat_k: int
     train_batch_size: int
     priority: Priority
@@ -69,6 +70,8 @@ class ProduceStrategyPlan(BaseModel):
 class WorkerGroupPlan(BaseModel):
     role: str = Field(description="'shared' (colocated train+rollout), 'train' or 'rollout'")
     num_workers: int
+    accelerator: Literal["GPU", "NPU"] = "GPU"
+    num_accelerators_per_worker: float = 1.0
     num_cpus_per_worker: float
     cpu_memory_per_worker_bytes: int
     cpu_memory_per_worker_gib: float
@@ -115,15 +118,17 @@ class TrainingPlan(BaseModel):
     total_train_steps: int
     enable_evaluate: bool
     evaluate_step: int
-    checkpoint_interval: int
-    hf_interval: int
+    checkpoint_interval: int | None = Field(description="None: no native checkpoints (XTuner's -1/None)")
+    hf_interval: int | None = Field(description="None: no HF exports (XTuner's -1/None)")
 
 
 class ModelInfo(BaseModel):
-    source: Literal["config.json", "params_b"]
+    source: Literal["config.json", "params_b", "unknown"] = Field(
+        description="unknown: neither model_path nor params_b was given; sizes and memory are not estimated"
+    )
     architecture: str | None = None
-    params_total_b: float
-    params_active_b: float
+    params_total_b: float | None = None
+    params_active_b: float | None = None
     is_moe: bool = False
     num_experts: int | None = None
     experts_per_token: int | None = None
@@ -139,17 +144,31 @@ class ModelInfo(BaseModel):
 
 
 class MemoryEstimate(BaseModel):
+    """Per-accelerator memory; every figure is None when the model size is unknown (``what_to_pass`` says why)."""
+
+    basis: Literal["config.json", "params_b", "unknown"] = Field(
+        description="config.json: from the model's shape; params_b: rough (see uncertainty); unknown: not estimated"
+    )
+    what_to_pass: str | None = Field(default=None, description="With basis=unknown: the argument that enables it")
+    uncertainty: str | None = Field(default=None, description="With basis=params_b: how rough, and why")
     gpu_memory_gib: float
-    train_weights_gib: float
-    train_grads_gib: float
-    train_optimizer_gib: float = Field(description="fp32 master weights + Adam m and v, sharded")
-    train_activations_gib: float
-    train_total_gib: float
-    train_fits: bool
-    rollout_weights_gib: float = Field(description="Per rollout GPU")
-    rollout_kv_budget_gib: float = Field(description="Per rollout GPU, at gpu_memory_utilization")
-    rollout_kv_tokens_per_engine: int | None
-    rollout_full_sequences_per_engine: int | None = Field(description="context_length sequences the KV cache holds")
-    rollout_fits: bool
-    colocated_peak_gib: float | None = Field(description="Colocated: max(train, rollout), as they alternate")
-    assumptions: list[str]
+    train_weights_gib: float | None = None
+    train_grads_gib: float | None = None
+    train_optimizer_gib: float | None = Field(default=None, description="fp32 master weights + Adam m and v, sharded")
+    train_activations_gib: float | None = None
+    train_total_gib: float | None = None
+    train_total_range_gib: tuple[float, float] | None = Field(
+        default=None, description="basis=params_b: the total over the layer/width shapes public models have"
+    )
+    train_fits: bool | None = None
+    rollout_weights_gib: float | None = Field(default=None, description="Per rollout GPU")
+    rollout_kv_budget_gib: float | None = Field(default=None, description="Per rollout GPU, at gpu_memory_utilization")
+    rollout_kv_tokens_per_engine: int | None = None
+    rollout_full_sequences_per_engine: int | None = Field(
+        default=None, description="context_length sequences the KV cache holds"
+    )
+    rollout_fits: bool | None = None
+    colocated_peak_gib: float | None = Field(
+        default=None, description="Colocated: max(train, rollout), as they alternate"
+    )
+    assumptions: list[str] = Field(default_factory=list)

@@ -7,6 +7,7 @@ from ..xtuner_rules import resources as rr
 from .citations import CB, SRC_NCCL, WF
 from .cluster_fit import ClusterShape
 from .memory import ROLLOUT_WEIGHT_SHARE, rollout_weights_per_gpu
+from .model_size import MODEL_SIZE_HINT
 from .models import ModelInfo, PlanRequest, RolloutPlan, Topology
 
 
@@ -66,6 +67,10 @@ def size_engine(
     total, per_node = shape.total, shape.per_node
     gpu_bytes = gpu_gib * rr.GIB
     tp_forced, ep_forced = p.tensor_parallel_size, p.expert_parallel_size
+    if model.source == "unknown":
+        tp, ep = tp_forced or 1, ep_forced or 1
+        given = "as given" if tp_forced or ep_forced else "by default"
+        return tp, ep, True, f"rollout engine tp={tp}, ep={ep} {given}, not sized: {MODEL_SIZE_HINT} to size it"
     if tp_forced or ep_forced:
         tp, ep = tp_forced or 1, ep_forced or 1
         engine_fits = rollout_weights_per_gpu(model, tp, ep) <= ROLLOUT_WEIGHT_SHARE * util * gpu_bytes

@@ -13,16 +13,22 @@ def _round_up(v: int, m: int) -> int:
     return ((v + m - 1) // m) * m
 
 
-def plan_intervals(p: PlanRequest, findings: list[Finding]) -> tuple[int, int, int]:
-    """evaluate_step / checkpoint_interval / hf_interval as multiples of sync_weights_interval (rl_trainer.py:295-326)."""
+def plan_intervals(
+    p: PlanRequest, findings: list[Finding], disabled: set[str] | frozenset[str] = frozenset()
+) -> tuple[int, int | None, int | None]:
+    """evaluate_step / checkpoint_interval / hf_interval as multiples of sync_weights_interval (rl_trainer.py:295-326);
+    an interval in ``disabled`` (the user's config turns it off with -1/None) stays off (None)."""
     s = p.sync_weights_interval
     default = _round_up(max(1, math.ceil(p.total_train_steps / 5)), s)
-    out = []
+    out: list[int | None] = []
     for name, given in (
         ("evaluate_step", p.evaluate_step if p.enable_evaluate else None),
         ("checkpoint_interval", p.checkpoint_interval),
         ("hf_interval", p.hf_interval),
     ):
+        if name in disabled:
+            out.append(None)
+            continue
         v = given or default
         if v % s:
             fixed = _round_up(v, s)
@@ -48,7 +54,7 @@ def plan_intervals(p: PlanRequest, findings: list[Finding]) -> tuple[int, int, i
             )
             v = fixed
         out.append(v)
-    return out[0], out[1], out[2]
+    return out[0] or default, out[1], out[2]
 
 
 def interval_fix(name: str, value: int, sync: int) -> str:
@@ -67,10 +73,12 @@ def pack_length(context_length: int) -> int:
     return max(_round_up(context_length, 1024), 16384)
 
 
-def plan_training(p: PlanRequest, train_n: int, pack_max_length: int) -> tuple[TrainingPlan, list[Finding]]:
+def plan_training(
+    p: PlanRequest, train_n: int, pack_max_length: int, disabled: set[str] | frozenset[str] = frozenset()
+) -> tuple[TrainingPlan, list[Finding]]:
     """The TrainingPlan with intervals rounded to the sync interval; findings for rounded intervals and batches."""
     findings: list[Finding] = []
-    ev, ck, hf = plan_intervals(p, findings)
+    ev, ck, hf = plan_intervals(p, findings, disabled)
     training = TrainingPlan(
         num_workers=train_n,
         sp_size=p.sp_size,

@@ -17,6 +17,7 @@ from .jsonl_results import FileResult
 
 DATA_DOC = "xtuner-rl://references/data-contract"
 MAX_EXAMPLES_TOTAL = 50  # detail="normal": every code gets its first examples before any gets more
+SUMMARY_CODES = 4  # blocker codes named in the summary line; the others are counted
 
 
 class FileReport(BaseModel):
@@ -269,9 +270,12 @@ def _summary(ok: bool, head: str, codes: dict[str, int], findings: list[Finding]
         summary += f", {notes} note(s)" if notes else ""
         return summary
     blockers = sorted((c for c in codes if CODE_SEVERITY[c] == BLOCKER), key=lambda c: -codes[c])
-    top = ", ".join(f"{c} x{codes[c]}" for c in blockers[:4]) or ", ".join(
+    top = ", ".join(f"{c} x{codes[c]}" for c in blockers[:SUMMARY_CODES]) or ", ".join(
         f.id for f in findings if f.severity == "blocker"
     )
+    rest = blockers[SUMMARY_CODES:]
+    if rest:  # every code is counted: the listed ones and the rest add up to the lines they mark
+        top += f", +{len(rest)} more code(s) on {sum(codes[c] for c in rest)} line(s)"
     return f"NOT OK: {head}; {invalid} invalid line(s): {top}"
 
 

@@ -15,10 +15,12 @@ import logging
 import os
 import threading
 import time
+import typing
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from types import UnionType
 from typing import Any
 
 import anyio
@@ -27,7 +29,7 @@ import mcp.types as types
 from mcp import MCPError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .. import __version__
 from ..core import CallCancelled, CallLimits, OperatorPolicy, PathPolicy, RunContext, ToolInputError, ToolSpec
@@ -68,6 +70,36 @@ def error_payload(code: str, message: str, fix: str = "", **details: Any) -> str
 
 def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _accepts_object_not_string(annotation: Any) -> bool:
+    """Whether a parameter takes a JSON object (a dict or a model) and never a plain string."""
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, UnionType) else ()
+    kinds = options or (annotation,)
+    if any(k is str for k in kinds):
+        return False
+    return any(
+        typing.get_origin(k) is dict or k is dict or (isinstance(k, type) and issubclass(k, BaseModel)) for k in kinds
+    )
+
+
+def objects_from_json_strings(params: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:
+    """Arguments with a JSON-object string decoded where the parameter takes an object: some clients (MCP
+    Inspector 0.15) send ``{"expected": "{\"num_workers\": 16}"}`` for an object field."""
+    out = dict(arguments)
+    for name, value in arguments.items():
+        field = params.model_fields.get(name)
+        if field is None or not isinstance(value, str) or not value.lstrip().startswith("{"):
+            continue
+        if not _accepts_object_not_string(field.annotation):
+            continue
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            continue
+        if isinstance(decoded, dict):
+            out[name] = decoded
+    return out
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -174,7 +206,7 @@ class ToolHost:
                 )
             )
         try:
-            params = spec.params.model_validate(arguments or {})
+            params = spec.params.model_validate(objects_from_json_strings(spec.params, arguments or {}))
         except ValidationError as exc:
             return _error_result(error_payload("invalid_arguments", _validation_message(exc), "Correct the arguments."))
         in_flight: Counter[str] = ctx.lifespan_context["in_flight"]

@@ -1,14 +1,16 @@
-"""Command line: ``serve`` (default), ``list``, ``call`` and ``demo``.
+"""Command line: ``serve`` (default), ``list``, ``call``, ``demo``, and the linter commands ``check-data`` and
+``check-config``.
 
 ``call`` and ``list`` run through an in-memory MCP client, so a scripted call takes the same code path as a
-call from an assistant. Exit codes of ``call``: 0 success, 1 the tool reported an error, 2 usage error.
+call from an assistant. Exit codes of ``call``: 0 success, 1 the tool reported an error, 2 usage error. The linter
+commands (:mod:`.lint_cli`) are handed over before anything of the MCP stack is imported: this module imports the
+server's parts (``security``, ``runtime``, ``mcp``) only inside the commands that need them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from pathlib import Path
@@ -16,8 +18,7 @@ from typing import Any
 
 from .. import __version__
 from ..core.policy import ALLOW_PYTHON_ENV, RAY_ADDRESSES_ENV, OperatorPolicy
-from .runtime import ServerLimits
-from .security import ALLOW_ROOTS_ENV, TOKEN_ENV_DEFAULT, is_loopback, resolve_roots
+from . import lint_cli
 
 CALL_TIMEOUT_ENV = "XTUNER_RL_MCP_CALL_TIMEOUT"
 
@@ -25,14 +26,18 @@ EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors exit 2 with a JSON line on stderr too
+    def error(self, message: str) -> None:  # usage errors exit 2 with a JSON line on stderr too, and what to do
         self.print_usage(sys.stderr)
-        sys.stderr.write(json.dumps({"error": {"code": "usage", "message": message}}) + "\n")
+        fix = f"Run `{self.prog} --help` for the arguments."
+        sys.stderr.write(json.dumps({"error": {"code": "usage", "message": message, "fix": fix}}) + "\n")
         raise SystemExit(EXIT_USAGE)
 
 
 def _add_roots(p: argparse.ArgumentParser) -> None:
     """The operator's grants, the same for every command that runs tools."""
+    from .runtime import ServerLimits
+    from .security import ALLOW_ROOTS_ENV
+
     p.add_argument(
         "--allow-root",
         action="append",
@@ -77,6 +82,8 @@ def _add_roots(p: argparse.ArgumentParser) -> None:
 def server_from_args(args: argparse.Namespace, *, lazy: bool = False) -> Any:
     """The server the operator's flags describe (roots, interpreters, Ray clusters, call bounds)."""
     from .app import build_server
+    from .runtime import ServerLimits
+    from .security import resolve_roots
 
     policy = OperatorPolicy.from_settings(pythons=args.allow_python, ray_addresses=args.ray_address)
     limits = ServerLimits(
@@ -106,10 +113,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the end-to-end planning scenario on built-in sample data")
     demo.add_argument("--json", action="store_true", help="print the raw results as JSON")
     _add_roots(demo)
+    lint_cli.add_parsers(sub)
     return parser
 
 
 def _add_serve_args(p: argparse.ArgumentParser) -> None:
+    from .security import TOKEN_ENV_DEFAULT
+
     p.add_argument("--transport", choices=["stdio", "streamable-http", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default loopback)")
     p.add_argument("--port", type=int, default=8000)
@@ -180,7 +190,16 @@ async def _call(args: argparse.Namespace, arguments: dict[str, Any], progress: b
         names = {t.name for t in (await client.list_tools()).tools}
         if tool not in names:
             sys.stderr.write(
-                json.dumps({"error": {"code": "unknown_tool", "message": f"no tool {tool!r}", "tools": sorted(names)}})
+                json.dumps(
+                    {
+                        "error": {
+                            "code": "unknown_tool",
+                            "message": f"no tool {tool!r}",
+                            "fix": f"Use one of: {', '.join(sorted(names))} (`xtuner-rl-mcp list` shows them).",
+                            "tools": sorted(names),
+                        }
+                    }
+                )
                 + "\n"
             )
             return EXIT_USAGE
@@ -226,10 +245,12 @@ def _serve(args: argparse.Namespace) -> int:
 
         anyio.run(serve_stdio)
         return EXIT_OK
+    import logging
+
     import uvicorn
 
     from .app import CancelOnDisconnect
-    from .security import BearerTokenMiddleware, transport_security
+    from .security import BearerTokenMiddleware, is_loopback, transport_security
 
     log = logging.getLogger("xtuner_rl_mcp")
     token = os.environ.get(args.token_env, "") if args.token_env else ""
@@ -263,9 +284,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in lint_cli.COMMANDS:  # never loads the MCP stack
+        return lint_cli.main(argv)
+    import logging
+
     import anyio
 
-    argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version", "--log-level")):
         argv = ["serve", *argv]
     parser = build_parser()
@@ -286,7 +311,8 @@ def _main(argv: list[str] | None) -> int:
         try:
             arguments = _parse_args_json(args.args)
         except ValueError as exc:
-            sys.stderr.write(json.dumps({"error": {"code": "usage", "message": str(exc)}}) + "\n")
+            fix = 'Pass --args a JSON object, e.g. --args \'{"query": "max_staleness"}\', or @file.json.'
+            sys.stderr.write(json.dumps({"error": {"code": "usage", "message": str(exc), "fix": fix}}) + "\n")
             return EXIT_USAGE
         show = args.progress == "on" or (args.progress == "auto" and sys.stderr.isatty())
         return anyio.run(_call, args, arguments, show)

@@ -98,7 +98,7 @@ STEPS: tuple[Step, ...] = (
         },
     ),
     Step(
-        "Preflight on this machine (no GPUs, no backend, broken data: expect no_go)",
+        "Preflight with the broken data (expect no_go: the data blocks it; no backend here is only a warning)",
         "preflight",
         lambda s: {
             "config": str(s / "rl_grpo_gsm8k_async_demo.py"),
@@ -158,8 +158,15 @@ async def _run(roots: list[str], as_json: bool) -> tuple[list[dict[str, Any]], i
     return out, failures
 
 
+#: Findings printed per step; the rest are counted.
+SHOWN_FINDINGS = 4
+
+
 def _print_step(n: int, record: dict[str, Any]) -> None:
     print(f"\n[{n}] {record['step']}  ->  {record['tool']}")
+    asked = record.get("arguments", {}).get("query") or record.get("arguments", {}).get("text")
+    if asked:
+        print(f"    asked: {asked}")
     if "skipped" in record:
         print(f"    skipped: {record['skipped']}")
         return
@@ -168,10 +175,15 @@ def _print_step(n: int, record: dict[str, Any]) -> None:
         return
     res = record["result"]
     print(f"    {res.get('summary', '')}")
-    for f in (res.get("findings") or res.get("blockers") or [])[:4]:
+    findings = res.get("findings") or [*(res.get("blockers") or []), *(res.get("warnings") or [])]
+    for f in findings[:SHOWN_FINDINGS]:
         sev = f.get("severity", "")
         title = f.get("title", "")
         print(f"      - [{sev}] {title}" if sev else f"      - {title}")
+    omitted = sum(res.get(k, 0) for k in ("findings_omitted", "blockers_omitted", "warnings_omitted"))
+    more = max(0, len(findings) - SHOWN_FINDINGS) + omitted
+    if more > 0:
+        print(f"      + {more} more")
     if record["tool"] == "build_rl_command" and res.get("command"):
         print(f"    command: {res['command'][:300]}")
 

@@ -92,7 +92,11 @@ async def test_divisibility_error_gets_a_fix_with_numbers(mcp_client, tmp_path):
     f = next(f for f in out["findings"] if f["id"] == "topo.config_layout_rejected")
     assert f["fix"].startswith("use 4 or 8 rollout GPUs with TP 4, or TP 1/2/3/6 on 6")
     assert "num_rollout_workers=6 must be divisible by num_gpus_per_engine=4" in out["summary"]
-    assert out["from_config"]["changed"] == ["num_workers 6 → 4: XTuner's rollout divisibility rule"]
+    (edit,) = out["from_config"]["changed"]
+    assert (edit["field"], edit["old_value"], edit["new_value"]) == ("trainer.resources.num_workers", "6", "4")
+    assert edit["why"].startswith("XTuner's rollout divisibility rule") and edit["location"].endswith(":48")
+    changed_lines = [line for line in edit["patch"].splitlines()[2:] if line[:1] in "+-"]
+    assert changed_lines == ["-    num_workers=6,", "+    num_workers=4,"]
 
 
 async def test_eval_and_sync_intervals(mcp_client, tmp_path):

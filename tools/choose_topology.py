@@ -11,7 +11,8 @@ __all__ = ["DESCRIPTION", "SPEC", "Params", "Result", "run"]
 DESCRIPTION = (
     "Chooses colocated sync, colocated async or disaggregated for an XTuner V1 GRPO run and sizes it "
     "(workers/CPUs/memory passing XTuner's Ray checks, rollout TP/EP, staleness, GPU memory) with a "
-    "paste-ready config and diagram; with `config`, plans from your file.\n"
+    "paste-ready config and diagram; with `config`, that is your file with only forced values changed, each "
+    "listed.\n"
     "Use when: planning a run or re-sizing it for another cluster or model.\n"
     "Not for: a config's errors (inspect_config), a live cluster (probe_environment), go/no-go "
     "(preflight)."
