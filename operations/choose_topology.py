@@ -72,6 +72,7 @@ class Params(BaseModel):
     ray_address: str | None = Field(
         default=None, max_length=512, description="For use_cluster; default RAY_ADDRESS or local"
     )
+    ray_timeout_s: float = Field(default=10.0, ge=0.5, le=60, description="Bound for the use_cluster probe")
     model_path: str | None = Field(
         default=None, max_length=4096, description="HF model dir (size, layers, heads, experts)"
     )
@@ -281,12 +282,16 @@ def _summary(plan: TopologyPlan, shape: ClusterShape, blockers: list[Finding], r
     train_n, rollout_n = plan.training.num_workers, plan.rollout_workers
     tp, ep = plan.rollout.tensor_parallel_size, plan.rollout.expert_parallel_size
     trainer_cls = config_classes(topology).trainer
-    layout = f"{train_n} train + {rollout_n} rollout" if topology == "disaggregated" else f"{train_n} shared workers"
+    layout = (
+        f"{train_n} train + {rollout_n} rollout {acc} workers"
+        if topology == "disaggregated"
+        else f"{train_n} shared {acc} workers"
+    )
     req = plan.ray_requirements
     need = f"Ray needs {req.accelerators_total:g} {acc}s, {req.min_cluster_cpus:g} CPUs, {req.min_cluster_memory_gib:g} GiB"
     fit_txt = {None: "fit not checked", True: "fits the cluster", False: "does NOT fit the cluster"}[plan.fits]
     text = (
-        f"{topology} with {trainer_cls}, {layout} {acc}, rollout tp={tp} ep={ep}, {plan.strategy.class_name} "
+        f"{topology} with {trainer_cls}, {layout}, rollout tp={tp} ep={ep}, {plan.strategy.class_name} "
         f"(staleness ≤ {plan.strategy.effective_stale_threshold_steps} step(s)); {need}, {fit_txt}"
     )
     text += _memory_words(plan)

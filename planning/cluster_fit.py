@@ -117,7 +117,15 @@ def resolve_cluster(p: PlanRequest, ctx: RunContext) -> tuple[ClusterShape, list
 
 def probe_cluster(p: PlanRequest, ctx: RunContext) -> rr.ClusterCapacity:
     """Live read-only Ray probe (cluster/ray.py), turned into the capacity XTuner checks its groups against."""
-    snap = ray_cluster.probe_cluster(p.ray_address, access=RayAccess.from_context(ctx))
+    snap = ray_cluster.probe_cluster(p.ray_address, access=RayAccess.from_context(ctx), timeout_s=p.ray_timeout_s)
+    if not snap.nodes and snap.timed_out:
+        raise ToolInputError(
+            "cluster_probe_timed_out",
+            f"use_cluster=true but the Ray cluster gave no answer within {p.ray_timeout_s:g} s (unknown, not absent): "
+            + "; ".join(snap.errors)[:300],
+            "Retry with a larger ray_timeout_s (a loaded head answers slowly), or give cpus_per_node and "
+            "memory_gib_per_node.",
+        )
     if not snap.nodes:
         raise ToolInputError(
             "cluster_unreachable",

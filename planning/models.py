@@ -24,6 +24,7 @@ class PlanRequest(Protocol):
     memory_gib_per_node: float | None
     use_cluster: bool
     ray_address: str | None
+    ray_timeout_s: float
     model_path: str | None
     params_b: float | None
     max_prompt_len: int
