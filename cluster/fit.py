@@ -4,6 +4,7 @@ run's requirements — from a config (``ConfigView.ray_requirements``) or a run 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -13,7 +14,7 @@ from ..xtuner_rules import resources as rr
 from .findings import probe_finding
 from .ray import RaySnapshot
 
-GIB = 1024**3
+GIB = rr.GIB
 
 
 class ExternalPoolSpec(BaseModel):
@@ -21,8 +22,8 @@ class ExternalPoolSpec(BaseModel):
 
     name: str = Field(description="As XTuner registers it, e.g. 'judger:openai/gsm8k'")
     num_workers: int = Field(default=1, ge=1, le=100_000)
-    num_cpus_per_worker: float = Field(default=1.0, gt=0, le=100_000)
-    cpu_memory_per_worker: int = Field(default=GIB, gt=0, description="Bytes")
+    num_cpus_per_worker: float = Field(default=rr.DEFAULT_POOL_CPUS_PER_WORKER, gt=0, le=100_000)
+    cpu_memory_per_worker: int = Field(default=rr.DEFAULT_POOL_MEMORY_PER_WORKER_BYTES, gt=0, description="Bytes")
 
 
 class Expected(BaseModel):
@@ -31,8 +32,8 @@ class Expected(BaseModel):
     model_config = params_model_config()
 
     num_workers: int = Field(ge=1, le=100_000, description="Accelerator workers")
-    num_cpus_per_worker: float = Field(default=12.0, gt=0, le=100_000)
-    cpu_memory_per_worker: int = Field(default=16 * GIB, gt=0, description="Bytes")
+    num_cpus_per_worker: float = Field(default=rr.DEFAULT_NUM_CPUS_PER_WORKER, gt=0, le=100_000)
+    cpu_memory_per_worker: int = Field(default=rr.DEFAULT_CPU_MEMORY_PER_WORKER_BYTES, gt=0, description="Bytes")
     accelerator: Literal["GPU", "NPU"] = Field(default="GPU")
     num_accelerators_per_worker: float = Field(default=1.0, gt=0, le=64)
     rollout_num_workers: int | None = Field(
@@ -160,35 +161,59 @@ def _amount(x: float, memory: bool) -> str:
     return f"{round(x / GIB, 1):g} GiB" if memory else f"{x:g}"
 
 
-def fit_findings(fit: FitReport) -> list[Finding]:
-    """One blocker per resource that falls short (a CPU shortage is one finding however many checks it fails),
-    with every failing check's numbers."""
-    out: list[Finding] = []
+@dataclass(frozen=True)
+class Shortage:
+    """One resource the cluster has too little of, with every XTuner check it fails."""
+
+    resource: str
+    rows: tuple[rr.FitRow, ...]
+
+    @property
+    def pools_only(self) -> bool:
+        return all(r.check.startswith("external") for r in self.rows)
+
+    @property
+    def checks(self) -> str:
+        memory = self.resource == "memory"
+        return "; ".join(
+            f"{r.check}: needs {_amount(r.needed, memory)}, has {_amount(r.available, memory)}" for r in self.rows
+        )
+
+    @property
+    def needed(self) -> str:
+        return _amount(max(r.needed for r in self.rows), self.resource == "memory")
+
+    @property
+    def evidence(self) -> str:
+        first = self.rows[0]
+        return first.xtuner_message.splitlines()[0] if first.xtuner_message else first.check
+
+
+def shortages(rows: list[rr.FitRow]) -> list[Shortage]:
+    """The failing checks grouped by resource: one shortage of CPUs is one answer however many checks it fails."""
     by_resource: dict[str, list[rr.FitRow]] = {}
-    for row in fit.rows:
+    for row in rows:
         if not row.ok:
             by_resource.setdefault(row.resource, []).append(row)
-    for resource, rows in by_resource.items():
-        pools_only = all(r.check.startswith("external") for r in rows)
-        memory = resource == "memory"
-        checks = "; ".join(
-            f"{r.check}: needs {_amount(r.needed, memory)}, has {_amount(r.available, memory)}" for r in rows
+    return [Shortage(resource, tuple(group)) for resource, group in by_resource.items()]
+
+
+def fit_findings(fit: FitReport) -> list[Finding]:
+    """One blocker per resource that falls short, with every failing check's numbers."""
+    return [
+        probe_finding(
+            "fit_external_pools" if s.pools_only else f"fit_{s.resource.lower()}",
+            "blocker",
+            "ray_resources_insufficient",
+            f"Ray has too little {s.resource} for this run: {s.checks}",
+            "external-cpu-pools" if s.pools_only else "resource-checks",
+            source=s.rows[0].source,
+            evidence=s.evidence,
+            fix="Lower num_workers / num_cpus_per_worker / cpu_memory_per_worker, free resources held by other "
+            "jobs or placement groups, or start Ray with more --num-cpus / --memory (both are logical): "
+            f"the run needs {s.needed} {s.resource} available where the check runs.",
+            location=s.rows[0].check,
+            owner="cluster_setup",
         )
-        first = rows[0]
-        out.append(
-            probe_finding(
-                "fit_external_pools" if pools_only else f"fit_{resource.lower()}",
-                "blocker",
-                "ray_resources_insufficient",
-                f"Ray has too little {resource} for this run: {checks}",
-                "external-cpu-pools" if pools_only else "resource-checks",
-                source=first.source,
-                evidence=first.xtuner_message.splitlines()[0] if first.xtuner_message else "",
-                fix="Lower num_workers / num_cpus_per_worker / cpu_memory_per_worker, free resources held by other "
-                "jobs or placement groups, or start Ray with more --num-cpus / --memory (both are logical): "
-                f"the run needs {_amount(max(r.needed for r in rows), memory)} {resource} available where the check runs.",
-                location=first.check,
-                owner="cluster_setup",
-            )
-        )
-    return out
+        for s in shortages(fit.rows)
+    ]

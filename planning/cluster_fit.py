@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cluster import ray as ray_cluster
+from ..cluster.fit import Shortage, shortages
 from ..cluster.ray_address import RayAccess
 from ..core import Finding, RunContext, ToolInputError
 from ..xtuner_rules import resources as rr
@@ -223,13 +224,6 @@ def fit_per_worker(
     return first, req, rows
 
 
-def _fmt(row: rr.FitRow, available: bool = False) -> str:
-    v = row.available if available else row.needed
-    if row.unit == "bytes":
-        return f"{v / rr.GIB:.1f} GiB"
-    return f"{v:g} {row.resource}" if row.unit == "count" else f"{v:g} CPUs"
-
-
 def size_ray_groups(
     p: PlanRequest,
     shape: ClusterShape,
@@ -278,28 +272,29 @@ def fit_findings(sizing: RaySizing, shape: ClusterShape, asks: dict[str, WorkerA
                 owner="config_edit",
             )
         )
-    findings += [_too_small_finding(row) for row in sizing.rows if not row.ok]
+    findings += [_too_small_finding(s) for s in shortages(sizing.rows)]
     if shape.cluster is None:
         findings.append(_not_checked_finding(sizing, shape))
     return findings
 
 
-def _too_small_finding(row: rr.FitRow) -> Finding:
+def _too_small_finding(shortage: Shortage) -> Finding:
+    first = shortage.rows[0]
     return Finding(
         id="topo.cluster_too_small",
         severity="blocker",
         category="ray_resources_insufficient",
-        title=f"Cluster too small for '{row.check}': needs {_fmt(row)}, has {_fmt(row, True)}",
-        evidence=row.xtuner_message.splitlines()[0] if row.xtuner_message else row.check,
-        location=row.check,
+        title=f"Cluster too small ({shortage.resource}): {shortage.checks}",
+        evidence=shortage.evidence,
+        location=first.check,
         fix=(
             "Free the accelerators (another job or a stale placement group holds them) or plan fewer workers."
-            if row.unit == "count"
+            if first.unit == "count"
             else "Add CPUs/memory to the Ray nodes (ray start --num-cpus/--memory) or add nodes; even 1 CPU "
             "and 4 GiB per worker do not fit."
         ),
-        reference=f"{CB}#external-cpu-pools" if row.check.startswith("external") else f"{CB}#resource-checks",
-        source=row.source,
+        reference=f"{CB}#external-cpu-pools" if shortage.pools_only else f"{CB}#resource-checks",
+        source=first.source,
         owner="cluster_setup",
     )
 
