@@ -23,7 +23,7 @@ SRC_DETERMINISTIC = "xtuner/v1/utils/misc.py:27"
 
 Backend = Literal["lmdeploy", "sglang", "vllm"]
 #: (backend, flag) in XTuner's precedence order: SGLang > vLLM > LMDeploy among the flags set to exactly '1'.
-BACKEND_FLAGS: tuple[tuple[str, str], ...] = (
+BACKEND_FLAGS: tuple[tuple[Backend, str], ...] = (
     ("sglang", "XTUNER_USE_SGLANG"),
     ("vllm", "XTUNER_USE_VLLM"),
     ("lmdeploy", "XTUNER_USE_LMDEPLOY"),
@@ -58,7 +58,7 @@ class EnvReport(BaseModel):
 
 def check_env(environ: Mapping[str, str], evaluated: Literal["server", "override"], policy: PathPolicy) -> EnvReport:
     flags = [FlagInfo(name=var, value=environ.get(var), counts=environ.get(var) == "1") for _, var in BACKEND_FLAGS]
-    on = [backend for (backend, _), flag in zip(BACKEND_FLAGS, flags, strict=True) if flag.counts]
+    on: list[str] = [backend for (backend, _), flag in zip(BACKEND_FLAGS, flags, strict=True) if flag.counts]
     xt_vars, xt_omitted = cap(sorted((k, str(v)) for k, v in environ.items() if k.startswith("XTUNER_")), 100)
     address = environ.get("RAY_ADDRESS")
     kind = classify_address(address)[0] if address and address.strip().lower() not in ("auto", "local") else None

@@ -111,15 +111,18 @@ def evaluate_fit(req: rr.RayRequirements, snap: RaySnapshot | None) -> FitReport
         report.note = "the cluster's available resources could not be read"
         return report
     acc = req.accelerator
+    # Ray omits resources that are fully used: absent means 0 available.
+    acc_available = snap.available.get(acc, 0.0)
+    cpus_available = snap.available.get("CPU", 0.0)
+    memory_available = snap.available.get("memory", 0.0)
     cluster = rr.ClusterCapacity(
         accelerator=acc,
         accelerators_total=snap.total.get(acc, 0.0),
         cpus_total=snap.total.get("CPU", 0.0),
         memory_total_bytes=snap.total.get("memory", 0.0),
-        # Ray omits resources that are fully used: absent means 0 available.
-        accelerators_available=snap.available.get(acc, 0.0),
-        cpus_available=snap.available.get("CPU", 0.0),
-        memory_available_bytes=snap.available.get("memory", 0.0),
+        accelerators_available=acc_available,
+        cpus_available=cpus_available,
+        memory_available_bytes=memory_available,
         # Per-node totals, as XTuner's external-pool check takes them (ray_cpu_worker.py:574-593).
         nodes=[
             rr.NodeCapacity(
@@ -131,9 +134,9 @@ def evaluate_fit(req: rr.RayRequirements, snap: RaySnapshot | None) -> FitReport
         ],
     )
     report.cluster_available = {
-        acc: cluster.accelerators_available,
-        "CPU": cluster.cpus_available,
-        "memory_gib": round(cluster.memory_available_bytes / GIB, 1),
+        acc: acc_available,
+        "CPU": cpus_available,
+        "memory_gib": round(memory_available / GIB, 1),
     }
     report.rows = rr.check_fit(req, cluster)
     report.ok = rr.fits(report.rows)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..core import Finding, RunContext, ToolInputError
+from ..core import Finding, RunContext, Severity, ToolInputError
 from . import probe_child, training_env
 from .env import BACKEND_FLAGS, EnvReport
 from .findings import probe_finding
@@ -297,7 +297,8 @@ def _xtuner_findings(report: PackagesReport) -> list[Finding]:
                 owner="environment",
             )
         )
-    for name, sev in (("ray", "warning"), ("cyclopts", "info"), ("torch", "info")):
+    runtime_imports: tuple[tuple[str, Severity], ...] = (("ray", "warning"), ("cyclopts", "info"), ("torch", "info"))
+    for name, sev in runtime_imports:
         p = _package(report, name)
         if p is not None and not p.installed:
             out.append(

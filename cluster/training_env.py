@@ -329,12 +329,16 @@ def _finder_mapping(text: str) -> dict[str, str]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     for node in module.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-        if isinstance(node, ast.AnnAssign):
-            target = node.target
-        if isinstance(target, ast.Name) and target.id == "MAPPING" and node.value is not None:  # type: ignore[union-attr]
+        assigned: ast.expr | None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, assigned = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign):
+            target, assigned = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == "MAPPING" and assigned is not None:
             try:
-                value = ast.literal_eval(node.value)  # type: ignore[union-attr]
+                value = ast.literal_eval(assigned)
             except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
                 return {}
             if isinstance(value, dict):

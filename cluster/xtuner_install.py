@@ -287,16 +287,17 @@ def _row(node: ast.ClassDef, path: str) -> xc.C:
             and st.target.id != "model_config"
             and not ast.unparse(st.annotation).startswith(("ClassVar", "typing.ClassVar"))
         ):
-            fields.append(_field(st))
+            fields.append(_field(st, st.target.id))
     return xc.C(node.name, path, node.lineno, bases, extra, tuple(fields), end_line=node.end_lineno)
 
 
-def _field(st: ast.AnnAssign) -> xc.F:
+def _field(st: ast.AnnAssign, name: str) -> xc.F:
+    """The field ``name`` (the statement's target) with its annotation and default."""
     ann = st.annotation
     if isinstance(ann, ast.Subscript) and ast.unparse(ann.value).rsplit(".", 1)[-1] == "Annotated":
         inner = ann.slice
         ann = inner.elts[0] if isinstance(inner, ast.Tuple) and inner.elts else inner  # the type, not its metadata
-    name, line, annotation = st.target.id, st.lineno, ast.unparse(ann)  # type: ignore[union-attr]
+    line, annotation = st.lineno, ast.unparse(ann)
     value = st.value
     factory = False
     if isinstance(value, ast.Call) and ast.unparse(value.func).rsplit(".", 1)[-1] == "Field":
@@ -306,9 +307,9 @@ def _field(st: ast.AnnAssign) -> xc.F:
     if value is None or (isinstance(value, ast.Constant) and value.value is Ellipsis):
         return xc.F(name, line, annotation)
     if factory:
-        empty = {"dict": {}, "list": []}.get(ast.unparse(value))
-        if empty is not None:
-            return xc.F(name, line, annotation, default=empty)
+        factory_name = ast.unparse(value)
+        if factory_name in ("dict", "list"):
+            return xc.F(name, line, annotation, default={} if factory_name == "dict" else [])
         return xc.F(name, line, annotation, default_expr=f"{ast.unparse(value)}()")
     literal = _literal(value)
     if literal is not xc.MISSING:

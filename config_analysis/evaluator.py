@@ -17,6 +17,7 @@ default (marked as such). Bounded in time and memory: big literal operations are
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,10 +283,11 @@ class ConfigEvaluator:
             return self._unres(node, "operand not resolved", v)
         if isinstance(node, ast.BoolOp):
             vals = [self.ev(x) for x in node.values]
-            if all(isinstance(x, Lit) for x in vals):
-                res: Any = vals[0].value  # type: ignore[union-attr]
-                for x in vals[1:]:
-                    res = (res and x.value) if isinstance(node.op, ast.And) else (res or x.value)  # type: ignore[union-attr]
+            lits = [x for x in vals if isinstance(x, Lit)]
+            if len(lits) == len(vals):
+                res = lits[0].value
+                for x in lits[1:]:
+                    res = (res and x.value) if isinstance(node.op, ast.And) else (res or x.value)
                 return self._lit(node, res, *vals)
             return self._unres(node, "operand not resolved", *vals)
         if isinstance(node, ast.Compare):
@@ -422,10 +424,11 @@ class ConfigEvaluator:
         return None
 
     def _env_value(self, node: ast.expr, name: str, *, required: bool, default: ast.expr | None) -> Val:
-        supplied = self.env is not None and name in self.env
+        value = self.env.get(name) if self.env is not None else None
+        supplied = value is not None
         self.env_lookups.append((name, node.lineno, required, supplied, self._conditional_depth > 0))
-        if supplied:
-            return Lit(node.lineno, self.text(node), (name,), (), value=self.env[name])  # type: ignore[index]
+        if value is not None:
+            return Lit(node.lineno, self.text(node), (name,), (), value=value)
         if required:
             why = "not in the supplied env" if self.env is not None else "no env supplied"
             return Unres(node.lineno, self.text(node), (name,), (), reason=f"required env var {name} ({why})")
@@ -445,15 +448,19 @@ class ConfigEvaluator:
         if isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS:
             base = self.ev(node.func.value)
             args = [self.ev(a) for a in node.args]
+            lit_args = [a for a in args if isinstance(a, Lit)]
             if (
                 isinstance(base, Lit)
                 and isinstance(base.value, str)
                 and len(base.value) <= MAX_SEQ_LEN
-                and all(isinstance(a, Lit) and len(str(a.value)) <= MAX_SEQ_LEN for a in args)
-                and not (node.func.attr == "replace" and replace_too_big(base.value, [a.value for a in args]))  # type: ignore[union-attr]
+                and len(lit_args) == len(args)
+                and all(len(str(a.value)) <= MAX_SEQ_LEN for a in lit_args)
+                and not (node.func.attr == "replace" and replace_too_big(base.value, [a.value for a in lit_args]))
             ):
                 try:
-                    return self._lit(node, getattr(base.value, node.func.attr)(*[a.value for a in args]), base, *args)  # type: ignore[union-attr]
+                    return self._lit(
+                        node, getattr(base.value, node.func.attr)(*[a.value for a in lit_args]), base, *args
+                    )
                 except Exception:
                     pass
             return self._unres(node, "method call not resolved", base, *args)
@@ -525,8 +532,8 @@ class ConfigEvaluator:
         try:
             if fn in ("min", "max") and len(vals) == 1 and len(vals[0]) > MAX_SEQ_LEN:
                 raise ValueError("sequence too long")
-            builtins_map = {"int": int, "float": float, "str": str, "bool": bool, "abs": abs}
-            builtins_map.update({"round": round, "min": min, "max": max, "len": len})
+            builtins_map: dict[str, Callable[..., Any]] = {"int": int, "float": float, "str": str, "bool": bool}
+            builtins_map.update({"abs": abs, "round": round, "min": min, "max": max, "len": len})
             if fn == "int" and len(vals) == 1 and isinstance(vals[0], str) and len(vals[0]) > 100:
                 raise ValueError("literal too long")
             out = builtins_map[fn](*vals)
@@ -553,10 +560,11 @@ class ConfigEvaluator:
         for kw in node.keywords:
             val = self.ev(kw.value)
             if kw.arg is None:
-                if isinstance(val, Coll) and val.kind == "dict" and all(isinstance(k, Lit) for k in val.keys or []):
-                    for k, v in zip(val.keys or [], val.items, strict=False):
-                        obj.kwargs[str(k.value)] = v  # type: ignore[union-attr]
-                        obj.kw_lines[str(k.value)] = kw.value.lineno  # type: ignore[union-attr]
+                key_lits = [k for k in val.keys or [] if isinstance(k, Lit)] if isinstance(val, Coll) else []
+                if isinstance(val, Coll) and val.kind == "dict" and len(key_lits) == len(val.keys or []):
+                    for k, v in zip(key_lits, val.items, strict=False):
+                        obj.kwargs[str(k.value)] = v
+                        obj.kw_lines[str(k.value)] = kw.value.lineno
                 else:
                     obj.splat = True
                 continue

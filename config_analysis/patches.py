@@ -27,6 +27,8 @@ from .view import ConfigView, tasks_of
 
 #: Lines of context around each change, as ``diff -u`` and ``git diff`` use.
 CONTEXT_LINES = 3
+#: The parsed nodes that carry a source position.
+Located = ast.expr | ast.stmt | ast.keyword | ast.alias
 
 
 @dataclass(frozen=True)
@@ -82,10 +84,12 @@ class SourcePatcher:
         chars = len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
         return self._starts[lineno - 1] + chars
 
-    def span(self, node: ast.AST) -> tuple[int, int]:
-        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        end = self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
-        return start, end
+    def span(self, node: Located) -> tuple[int, int]:
+        """Character offsets of a parsed node's start and end (a node without an end position: its start)."""
+        start = self.offset(node.lineno, node.col_offset)
+        if node.end_lineno is None or node.end_col_offset is None:
+            return start, start
+        return start, self.offset(node.end_lineno, node.end_col_offset)
 
     def _line_start(self, offset: int) -> int:
         return self.source.rfind("\n", 0, offset) + 1
@@ -162,17 +166,17 @@ class SourcePatcher:
         if call is None or any(kw.arg == name for kw in call.keywords):
             return []
         text = f"{name}={literal(value)}"
-        items: list[ast.AST] = [*call.args, *call.keywords]
+        items: list[Located] = [*call.args, *call.keywords]
         _, close = self.span(call)
         close -= 1  # the closing parenthesis
         if not items:
             return [Edit(close, close, text)]
-        last = max(items, key=lambda n: (n.end_lineno, n.end_col_offset))  # type: ignore[attr-defined]
+        last = max(items, key=lambda n: self.span(n)[1])
         _, last_end = self.span(last)
         between = self.source[last_end:close]
         if "\n" not in between:
             return [Edit(last_end, last_end, f", {text}")]
-        first = min(items, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+        first = min(items, key=lambda n: self.span(n)[0])
         first_start, _ = self.span(first)
         indent = self.source[self._line_start(first_start) : first_start]
         if indent.strip():  # the first argument shares the line with the call: align with the last one
@@ -199,7 +203,7 @@ class SourcePatcher:
         rest = rest[1:] if rest.startswith(",") else rest
         if not before.strip() and (not rest.strip() or rest.lstrip().startswith("#")):
             return Edit(self._line_start(start), line_end, "")
-        items: list[ast.AST] = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+        items: list[Located] = sorted([*call.args, *call.keywords], key=lambda n: self.span(n)[0])
         i = items.index(kw)
         if i + 1 < len(items):
             nxt, _ = self.span(items[i + 1])

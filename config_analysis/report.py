@@ -9,6 +9,9 @@ from pydantic import BaseModel, Field
 #: Findings about config fields point into the API reference.
 REF = "xtuner-rl://references/api-reference#"
 
+# The ``Any`` fields below hold a config's values as it wrote them (JSON): a user may write a string where XTuner
+# wants an int, and the report shows exactly that.
+
 
 class Setting(BaseModel):
     name: str = Field(description="Dotted, e.g. 'trainer.sync_weights_interval'")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import Finding
+from ..core.findings import Category, Owner, Severity
 from .evaluator import Evaluation
 from .patches import SourcePatcher
 from .report import REF, Setting
@@ -53,8 +54,8 @@ class Ctx:
     def add(
         self,
         fid: str,
-        severity: str,
-        category: str,
+        severity: Severity,
+        category: Category,
         title: str,
         *,
         evidence: str = "",
@@ -62,21 +63,21 @@ class Ctx:
         fix: str = "",
         anchor: str = "",
         source: str | None = None,
-        owner: str = "config_edit",
+        owner: Owner = "config_edit",
         patch: str | None = None,
     ) -> None:
         self.findings.append(
             Finding(
                 id=fid,
-                severity=severity,  # type: ignore[arg-type]
-                category=category,  # type: ignore[arg-type]
+                severity=severity,
+                category=category,
                 title=title,
                 evidence=evidence,
                 location=self.loc(line),
                 fix=fix,
                 reference=REF + anchor if anchor else "",
                 source=source,
-                owner=owner,  # type: ignore[arg-type]
+                owner=owner,
                 patch=patch,
             )
         )

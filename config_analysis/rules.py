@@ -9,13 +9,14 @@ at ``InternLM/xtuner@b934f46`` it predicts, and quotes the message XTuner would 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from ..core import Finding, dedupe_findings, sort_findings
 from ..xtuner_rules import classes as xc
+from .env_reads import EnvRead
 from .field_values import field_val
 from .patches import SourcePatcher
-from .report import REF
+from .report import REF, CPUPool, ResourcePool, Setting, TaskInfo
 from .rule_context import SRC_CONFIG_PY, Ctx, describe_unres
 from .rules_env import backend_from_env, check_backend_env, check_env
 from .rules_fields import check_objects
@@ -28,9 +29,28 @@ from .settings import collect_settings
 from .values import Coll, Lit, Obj, Val
 from .view import ConfigView
 
-__all__ = ["analyse", "data_paths", "not_python_finding"]
+__all__ = ["Analysis", "analyse", "data_paths", "not_python_finding"]
 
 SRC_CLI_BUILD = "xtuner/v1/train/cli/rl.py:62"
+
+
+class Analysis(TypedDict, total=False):
+    """What the rules found in a config: the pieces of inspect_config's result. ``findings``, ``trainer_found`` and
+    ``mode`` are always there; the rest only as far as the config could be read (the trainer's part with a
+    trainer object)."""
+
+    findings: list[Finding]
+    trainer_found: bool
+    mode: str
+    backend: str | None
+    env_reads: list[EnvRead]
+    settings: list[Setting]
+    unchecked: list[str]
+    trainer_class: str
+    tasks: list[TaskInfo]
+    trace_enabled: bool | None
+    resources: list[ResourcePool]
+    cpu_pools: list[CPUPool]
 
 
 def load_error(fid: str, title: str, evidence: str, location: str, fix: str, source: str = SRC_CONFIG_PY) -> Finding:
@@ -64,7 +84,7 @@ def not_python_finding(real: str, suffix: str) -> Finding:
     )
 
 
-def analyse(view: ConfigView, patch_path: str | None = None) -> dict[str, Any]:
+def analyse(view: ConfigView, patch_path: str | None = None) -> Analysis:
     """Apply XTuner's rules to a config read once (:mod:`.view`); returns the pieces of a Result (used by preflight
     too). Runs inside the class table the view was evaluated with. Fixes that are an exact edit carry a diff whose
     header names ``patch_path`` (default the file name)."""
@@ -97,7 +117,7 @@ def analyse(view: ConfigView, patch_path: str | None = None) -> dict[str, Any]:
     check_dapo_judgers(c)
     backend, flags_on = backend_from_env(env)
     check_backend_env(c, [o for o in ev.objects if o.cls == "RolloutConfig"], backend, flags_on)
-    out: dict[str, Any] = {"backend": backend, "env_reads": ev.env_reads}
+    out: Analysis = {"backend": backend, "env_reads": ev.env_reads}
     trainer = view.trainer
     out["trainer_found"] = trainer is not None
     if isinstance(trainer, Obj):
@@ -154,9 +174,9 @@ def check_not_a_trainer(c: Ctx, trainer: Val | None) -> None:
         )
 
 
-def trainer_rules(c: Ctx, trainer: Obj, backend: str | None) -> dict[str, Any]:
+def trainer_rules(c: Ctx, trainer: Obj, backend: str | None) -> Analysis:
     """The rules on a trainer config object, in XTuner's order; returns the trainer's part of the result."""
-    out: dict[str, Any] = {"trainer_class": trainer.cls}
+    out: Analysis = {"trainer_class": trainer.cls}
     mode = {xc.COLOCATED_TRAINER: "colocated", xc.DISAGGREGATED_TRAINER: "disaggregated"}.get(trainer.cls, "unknown")
     out["mode"] = mode
     if mode == "unknown":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..core.findings import Severity
 from ..xtuner_rules import classes as xc
 from .rule_context import Ctx, anchor_for
 from .values import Obj, Val, elements
@@ -17,7 +18,7 @@ def check_objects(c: Ctx) -> None:
         if spec is None or fields is None:
             continue
         cond = " (inside a conditional branch)" if obj.conditional else ""
-        sev = "warning" if obj.conditional else "blocker"  # the branch may not run
+        sev: Severity = "warning" if obj.conditional else "blocker"  # the branch may not run
         if obj.args:
             c.add(
                 "config.positional_arguments",
@@ -72,10 +73,10 @@ def check_objects(c: Ctx) -> None:
                         source=f"{owner.path}:{f.line}",
                     )
         for kw, val in obj.kwargs.items():
-            f = fields.get(kw)
-            if f is None:
+            field_spec = fields.get(kw)
+            if field_spec is None:
                 continue
-            check_field_type(c, obj, kw, f, val)
+            check_field_type(c, obj, kw, field_spec, val)
 
 
 def check_field_type(c: Ctx, obj: Obj, kw: str, f: xc.F, val: Val) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.findings import Category
 from ..xtuner_rules.intervals import interval_fix, nearest_multiple
 from .field_values import field_val, lit
 from .rule_context import Ctx, env_note
@@ -60,7 +61,7 @@ class TrainerFields:
         n: str,
         fix: str,
         anchor: str = "interval-validation",
-        cat: str = "eval_or_interval_config",
+        cat: Category = "eval_or_interval_config",
         src: str = SRC_VALIDATOR,
         patch: str | None = None,
     ) -> None:

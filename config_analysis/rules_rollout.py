@@ -10,6 +10,9 @@ from .values import Obj
 # XTuner sources cited by these rules (all at b934f46).
 SRC_CONTEXT_LEN = "xtuner/v1/rl/rollout/worker.py:510-513"
 SRC_TP_EP = "xtuner/v1/rl/weight_update/data.py:114"
+#: bind_train_rollout during trainer construction (colocated rl_trainer.py:1649, disaggregated :1897).
+SRC_BIND = "xtuner/v1/train/rl_trainer.py:1649"
+SRC_LMDEPLOY_PYTORCH_TP_EP = "xtuner/v1/rl/rollout/lmdeploy.py:406-408"
 SRC_TRANSPORT = "xtuner/v1/rl/weight_update/data.py:42-54"
 SRC_DISAGG_NCCL = "xtuner/v1/train/rl_trainer.py:1882-1886"
 SRC_COLOC_IPC = "xtuner/v1/train/rl_trainer.py:1646-1647"
@@ -95,12 +98,14 @@ def check_rollout_fields(c: Ctx, r: Obj) -> None:
             "blocker",
             "config_load_error",
             f"RolloutConfig sets tensor_parallel_size={tp} and expert_parallel_size={ep}",
-            evidence="XTuner fails at the first weight update: AssertionError: Either tensor parallel size or "
-            "engine parallel size must be 1.",
+            evidence="XTuner fails while the trainer is built, when it binds train and rollout for weight updates "
+            "(after the placement group and the rollout servers start): AssertionError: Either tensor parallel size "
+            "or engine parallel size must be 1. With LMDeploy's pytorch engine the server launch fails earlier, on "
+            f"a bare `assert ep_size == 1 or tp_size == 1` ({SRC_LMDEPLOY_PYTORCH_TP_EP}).",
             line=r.line,
             fix="Use either TP or EP for rollout, not both.",
             anchor="rolloutconfig",
-            source=SRC_TP_EP,
+            source=f"{SRC_TP_EP}; {SRC_BIND}",
         )
     dp_ok, dp = lit_field(r, "data_parallel_size")
     if dp_ok and isinstance(dp, int) and dp != 1:
@@ -149,7 +154,8 @@ def check_weight_transport(c: Ctx, r: Obj, mode: str, backend: str | None) -> No
             "blocker",
             "config_load_error",
             f"weight_transport_type={wtv!r} is not a transport XTuner knows",
-            evidence=f"XTuner raises at the first weight update: ValueError: Unsupported weight_transport_type: "
+            evidence=f"XTuner raises while the trainer binds train and rollout for weight updates: ValueError: "
+            f"Unsupported weight_transport_type: "
             f"{wtv!r}. Expected 'ipc', 'nccl' or 'checkpoint_engine'.",
             line=r.kw_line("weight_transport_type"),
             fix="Use 'ipc' (colocated), 'nccl' (disaggregated) or leave it unset.",
@@ -178,7 +184,8 @@ def check_weight_transport(c: Ctx, r: Obj, mode: str, backend: str | None) -> No
             "blocker",
             "backend_unsupported",
             f"checkpoint_engine weight transport with the {backend} backend",
-            evidence="XTuner raises at the first weight update: NotImplementedError: Checkpoint Engine weight "
+            evidence="XTuner raises while the trainer binds train and rollout for weight updates: NotImplementedError: "
+            "Checkpoint Engine weight "
             f"transport currently only supports sglang, got backend={backend!r}.",
             line=r.kw_line("weight_transport_type"),
             fix=f"Use weight_transport_type={transport!r} with {backend}, or switch to SGLang.",

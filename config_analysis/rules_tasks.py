@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.findings import Severity
 from ..xtuner_rules import classes as xc
 from .field_values import field_val, json_field, json_value, lit, lit_field
 from .report import TaskInfo
@@ -60,10 +61,8 @@ def describe_tasks(c: Ctx, t: Obj, mode: str) -> list[TaskInfo]:
     train_mgr, _ = field_val(t, "agent_loop_manager_cfg")
     eval_mgr, _ = field_val(t, "eval_agent_loop_manager_cfg")
     evaluator, _ = field_val(t, "evaluator_config")
-    custom_metric = isinstance(evaluator, Obj) and not (
-        isinstance(field_val(evaluator, "compute_metric_func")[0], Lit)
-        and field_val(evaluator, "compute_metric_func")[0].value is None  # type: ignore[union-attr]
-    )
+    metric_func = field_val(evaluator, "compute_metric_func")[0] if isinstance(evaluator, Obj) else None
+    custom_metric = isinstance(evaluator, Obj) and not (isinstance(metric_func, Lit) and metric_func.value is None)
     adv, _ = field_val(t, "advantage_estimator_config")
     grpo = isinstance(adv, Obj) and adv.cls == "GRPOAdvantageConfig"
     enabled_ok, eval_enabled = lit_field(t, "enable_evaluate")
@@ -240,7 +239,7 @@ def check_missing_judger(c: Ctx, task: Obj, role: str, name: Any, *, custom_metr
             source=SRC_REWARD_ASSERT,
         )
     else:
-        sev = "warning" if custom_metric else "blocker"
+        sev: Severity = "warning" if custom_metric else "blocker"
         c.add(
             "config.eval_task_missing_judger",
             sev,

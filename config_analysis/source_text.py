@@ -21,12 +21,10 @@ def expr_text(node: ast.AST, lines: list[str] | None = None) -> str:
 
 def _segment(node: ast.AST, lines: list[str]) -> str | None:
     """Slice the node's source from the file (ast offsets are UTF-8 byte columns); None if unavailable."""
-    try:
-        l0, c0 = node.lineno, node.col_offset  # type: ignore[attr-defined]
-        l1, c1 = node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
-    except AttributeError:
-        return None
-    if l0 is None or l1 is None or c1 is None or not (1 <= l0 <= l1 <= len(lines)):
+    # only some node types carry positions (expressions, statements, keywords, ...)
+    l0, c0 = getattr(node, "lineno", None), getattr(node, "col_offset", None)
+    l1, c1 = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+    if l0 is None or c0 is None or l1 is None or c1 is None or not (1 <= l0 <= l1 <= len(lines)):
         return None
     if l0 == l1:
         return lines[l0 - 1].encode()[c0:c1].decode(errors="replace")

@@ -21,7 +21,7 @@ class Val:
 
 @dataclass(eq=False)
 class Lit(Val):
-    value: Any = None
+    value: Any = None  # the Python value, of whatever type the config computes
 
 
 @dataclass(eq=False)
@@ -91,9 +91,11 @@ def to_python(v: Val) -> Any:
 
 
 def is_lit(v: Val | None) -> bool:
+    if v is None:
+        return False
     try:
-        to_python(v)  # type: ignore[arg-type]
-        return v is not None
+        to_python(v)
+        return True
     except (ValueError, TypeError):
         return False
 

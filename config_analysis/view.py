@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypedDict
 
 from ..core import PathPolicy, ToolInputError, read_guarded
 from ..xtuner_rules import classes as xc
@@ -51,7 +51,7 @@ STRATEGY_FIELDS = ("over_sample_threshold", "enable_partial_rollout", "max_stale
 class Given:
     """One value as the config gives it: literal value, line, and whether it is XTuner's default."""
 
-    value: Any
+    value: Any  # the literal as the config computes it (any type; consumers check it)
     line: int | None
     default: bool = False
 
@@ -226,24 +226,24 @@ def view_of_source(
 ) -> ConfigView:
     """Parse and evaluate config text once and take every fact from that one evaluation."""
     env_copy = dict(env) if env is not None else None
-    base: dict[str, Any] = {"name": name, "path": path, "source": source, "env": env_copy}
+    base = ConfigView(name=name, path=path, source=source, env=env_copy)
     try:
         tree = ast.parse(source, filename=name)
     except SyntaxError as exc:
         why = "the config does not parse (SyntaxError); run inspect_config"
         problem = SyntaxProblem(exc.lineno, exc.msg, (exc.text or "").strip()[:200])
-        return ConfigView(**base, syntax=problem, plan_why_not=why)
+        return replace(base, syntax=problem, plan_why_not=why)
     except (ValueError, RecursionError, MemoryError) as exc:
         why = f"config could not be parsed ({type(exc).__name__})"
-        return ConfigView(**base, read=False, unread_reason=why, plan_why_not=why)
+        return replace(base, read=False, unread_reason=why, plan_why_not=why)
     with xc.use_table(classes):
         ev = evaluate(tree, env_copy, source)
         facts = trainer_facts(tree, source, ev.env_reads)
         trainer = ev.scope.get("trainer")
         if not isinstance(trainer, Obj):
             why = "no module-level `trainer = RL...TrainerConfig(...)` could be resolved; run inspect_config"
-            return ConfigView(**base, tree=tree, evaluation=ev, facts=facts, trainer=trainer, plan_why_not=why)
-        return ConfigView(**base, tree=tree, evaluation=ev, facts=facts, trainer=trainer, **_plan_fields(trainer))
+            return replace(base, tree=tree, evaluation=ev, facts=facts, trainer=trainer, plan_why_not=why)
+        return replace(base, tree=tree, evaluation=ev, facts=facts, trainer=trainer, **_plan_fields(trainer))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -320,14 +320,28 @@ def _pools(trainer: Obj) -> tuple[rr.ExternalCPUPool, ...]:
     return tuple(rr.unique_pool_names(pools))
 
 
-def _plan_fields(trainer: Obj) -> dict[str, Any]:
+class _PlanFields(TypedDict, total=False):
+    """The ConfigView fields read from a resolved trainer."""
+
+    trainer_class: str
+    mode: Mode
+    groups: tuple[GroupInput, ...]
+    pools: tuple[rr.ExternalCPUPool, ...]
+    values: Mapping[str, Given]
+    strategy_class: str
+    strategy_line: int
+    unresolved: tuple[str, ...]
+
+
+_TRAINER_MODES: dict[str, Mode] = {xc.COLOCATED_TRAINER: "colocated", xc.DISAGGREGATED_TRAINER: "disaggregated"}
+
+
+def _plan_fields(trainer: Obj) -> _PlanFields:
     """Mode, groups, pools and the kept values of a resolved trainer (runs inside the caller's class table)."""
     unresolved: list[str] = []
     values: dict[str, Given] = {}
-    out: dict[str, Any] = {"trainer_class": trainer.cls}
-    mode: Mode = {xc.COLOCATED_TRAINER: "colocated", xc.DISAGGREGATED_TRAINER: "disaggregated"}.get(
-        trainer.cls, "unknown"
-    )  # type: ignore[assignment]
+    out: _PlanFields = {"trainer_class": trainer.cls}
+    mode = _TRAINER_MODES.get(trainer.cls, "unknown")
     groups: list[GroupInput] = []
     if mode == "colocated":
         groups = [_group("shared", field_val(trainer, "resources")[0], unresolved)]
@@ -359,5 +373,13 @@ def _plan_fields(trainer: Obj) -> dict[str, Any]:
             for f in STRATEGY_FIELDS:
                 if f in (strategy.kwargs or {}) or "Async" in strategy.cls:
                     keep(f"strategy.{f}", strategy, f)
-    out.update(mode=mode, groups=tuple(groups), pools=_pools(trainer), values=values, unresolved=tuple(unresolved))
+    out.update(
+        {
+            "mode": mode,
+            "groups": tuple(groups),
+            "pools": _pools(trainer),
+            "values": values,
+            "unresolved": tuple(unresolved),
+        }
+    )
     return out

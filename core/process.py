@@ -94,9 +94,9 @@ def run_bounded(
             with contextlib.suppress(OSError):
                 proc.stdin.close()
         assert proc.stdout is not None and proc.stderr is not None
-        for stream, key in ((proc.stdout, 1), (proc.stderr, 2)):
+        for stream, slot in ((proc.stdout, 1), (proc.stderr, 2)):
             os.set_blocking(stream.fileno(), False)
-            sel.register(stream, selectors.EVENT_READ, key)
+            sel.register(stream, selectors.EVENT_READ, slot)
         while sel.get_map():
             if limits.cancelled.is_set():
                 out.cancelled = True
@@ -132,10 +132,10 @@ def run_bounded(
         _kill_group(proc)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=2)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
                 with contextlib.suppress(OSError):
-                    stream.close()
+                    pipe.close()
     out.stdout = b"".join(chunks[1])[:output_cap]
     out.stderr = b"".join(chunks[2])[:output_cap]
     return out

@@ -199,12 +199,12 @@ class Catalog(BaseModel):
 # decoded and run through the per-entry regexes.
 # --------------------------------------------------------------------------------------------------------
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     import re._constants as _sc
     import re._parser as _sp
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _sc  # type: ignore[no-redef]
-    import sre_parse as _sp  # type: ignore[no-redef]
+else:  # pragma: no cover - Python 3.10
+    import sre_constants as _sc
+    import sre_parse as _sp
 
 #: Markers of error-looking lines: exception names, log levels, Python traceback and pydantic structure. Every
 #: real failure line carries one (the exception type, or the logger's [ERROR]/[WARNING] level), so large logs
@@ -253,7 +253,7 @@ def required_literals(pattern: str) -> list[str] | None:
         parsed = _sp.parse(pattern)
     except re.error:
         return None
-    return _required(list(parsed))
+    return _required(list(parsed.data))
 
 
 def _strength(alts: list[str]) -> int:
@@ -261,6 +261,8 @@ def _strength(alts: list[str]) -> int:
 
 
 def _required(items: list[Any]) -> list[str] | None:
+    """The literal strings one of which every match of the parsed pattern contains; ``items`` are the parser's
+    (opcode, argument) pairs, whose argument's shape depends on the opcode (hence ``Any``)."""
     runs: list[str] = []
     cur: list[str] = []
     best_alts: list[str] | None = None
@@ -288,8 +290,9 @@ def _required(items: list[Any]) -> list[str] | None:
         elif op is _sc.BRANCH:
             flush()
             branches = [_required(list(b)) for b in av[1]]
-            if all(branches):
-                offer([x for b in branches for x in b])  # type: ignore[union-attr]
+            required = [b for b in branches if b]
+            if len(required) == len(branches):
+                offer([x for b in required for x in b])
         elif op in (_sc.MAX_REPEAT, _sc.MIN_REPEAT) and av[0] >= 1:
             flush()
             offer(_required(list(av[2])))

@@ -10,10 +10,20 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
+
+from .catalog import FailureMode, load_catalog
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 log = logging.getLogger("xtuner_rl_mcp")
 
@@ -35,6 +45,16 @@ _CITATION = re.compile(
 )
 
 
+class FailureModeFacts(TypedDict, total=False):
+    """What a failure-mode section carries besides its text (a reference section carries none of it)."""
+
+    patterns: list[str]
+    examples: list[str]
+    category: str
+    phrases: list[str]
+    matches: Callable[[str], bool]  # the entry's own matcher (patterns and anti-patterns)
+
+
 @dataclass(frozen=True)
 class Section:
     """One heading of one reference document (or one catalog entry, ``kind='failure_mode'``)."""
@@ -46,7 +66,7 @@ class Section:
     text: str
     sources: tuple[str, ...] = ()
     kind: str = "reference"
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    extra: FailureModeFacts = field(default_factory=FailureModeFacts, compare=False, hash=False)
 
     @property
     def uri(self) -> str:
@@ -64,7 +84,7 @@ def slugify(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def _doc_files() -> dict[str, Any]:
+def _doc_files() -> dict[str, Traversable]:
     root = resources.files(_PACKAGE)
     return {p.name[:-3]: p for p in root.iterdir() if p.name.endswith(".md") and p.is_file()}
 
@@ -174,30 +194,12 @@ def find_section(doc: str, anchor: str) -> Section | None:
 # --------------------------------------------------------------------------------------------------------
 
 
-def _load_catalog_entries() -> list[Any]:
+def _load_catalog_entries() -> list[FailureMode]:
     try:
-        from . import catalog  # type: ignore[attr-defined]
-
-        loaded = catalog.load_catalog()
+        return list(load_catalog().entries)
     except Exception:  # a missing or broken catalog must not take the references down with it
         log.warning("failure-mode catalog unavailable; references served without it", exc_info=True)
         return []
-    entries = getattr(loaded, "entries", loaded)  # a Catalog model, or a plain list of entries
-    return list(entries)
-
-
-def _entry_field(entry: Any, name: str, default: Any = None) -> Any:
-    if isinstance(entry, dict):
-        return entry.get(name, default)
-    return getattr(entry, name, default)
-
-
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
 
 
 @lru_cache(maxsize=1)
@@ -205,31 +207,20 @@ def catalog_sections() -> tuple[Section, ...]:
     """One pseudo-section per failure-mode catalog entry (empty if the catalog is not available)."""
     out: list[Section] = []
     for entry in _load_catalog_entries():
-        entry_id = str(_entry_field(entry, "id", "") or "")
-        if not entry_id:
-            continue
-        title = str(_entry_field(entry, "title", "") or entry_id)
-        cause = str(_entry_field(entry, "cause", "") or "")
-        fixes = _as_list(_entry_field(entry, "fix"))
-        patterns = _as_list(_entry_field(entry, "patterns"))
-        category = str(_entry_field(entry, "category", "") or "")
-        examples = _as_list(_entry_field(entry, "examples"))
-        sources = tuple(_as_list(_entry_field(entry, "source")))
-        text = "\n".join([cause, *fixes, category])
         out.append(
             Section(
                 doc="failure-modes",
-                heading=title,
-                anchor=entry_id,
+                heading=entry.title or entry.id,
+                anchor=entry.id,
                 level=2,
-                text=text,
-                sources=sources,
+                text="\n".join([entry.cause, *entry.fix, entry.category]),
+                sources=tuple(entry.source),
                 kind="failure_mode",
                 extra={
-                    "patterns": patterns,
-                    "examples": examples,
-                    "category": category,
-                    "matches": getattr(entry, "matches", None),
+                    "patterns": list(entry.patterns),
+                    "examples": list(entry.examples),
+                    "category": entry.category,
+                    "matches": entry.matches,
                 },
             )
         )
@@ -276,7 +267,7 @@ def read_schema(name: str) -> str | None:
     names = list_schemas()
     for candidate in (name, f"{name}.json", f"{name}.schema.json"):
         if candidate in names:
-            return resources.files(_PACKAGE).joinpath("schemas", candidate).read_text(encoding="utf-8")
+            return resources.files(_PACKAGE).joinpath("schemas").joinpath(candidate).read_text(encoding="utf-8")
     return None
 
 

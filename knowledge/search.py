@@ -26,11 +26,11 @@ import math
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from . import catalog, docs
 from .passages import Passage, catalog_passages, shown_text, snippet_text, split_markdown
@@ -324,7 +324,7 @@ class Index:
 def _matcher(section: docs.Section) -> Callable[[str], bool] | None:
     """Does a pasted log line match this catalog entry? Uses the entry's own matcher (with anti-patterns)."""
     own = section.extra.get("matches")
-    if callable(own):
+    if own is not None:
         return own
     compiled = []
     for p in section.extra.get("patterns", []):
@@ -353,7 +353,7 @@ def _heading_identifiers(heading: str) -> set[str]:
 
 
 @lru_cache(maxsize=1)
-def _catalog_entries() -> dict[str, Any]:
+def _catalog_entries() -> dict[str, catalog.FailureMode]:
     """Catalog entries by id (cause, fix, phrases); empty if the catalog cannot be loaded (docs logs why)."""
     try:
         return {fm.id: fm for fm in catalog.load_catalog().entries}
@@ -364,7 +364,7 @@ def _catalog_entries() -> dict[str, Any]:
 def _entry_parts(section: docs.Section) -> tuple[list[Passage], list[str]]:
     """Passages and description phrases of a catalog entry."""
     entry = _catalog_entries().get(section.anchor)
-    phrases_ = section.extra.get("phrases") or (getattr(entry, "phrases", None) if entry is not None else None)
+    phrases_ = section.extra.get("phrases") or (entry.phrases if entry is not None else None)
     if entry is not None:
         return catalog_passages(entry.cause, list(entry.fix)), [str(p) for p in phrases_ or []]
     lines = [ln for ln in section.text.splitlines() if ln.strip()]
@@ -402,9 +402,9 @@ def index_sections(sections: Iterable[docs.Section]) -> Index:
         # Chinese phrases are searched as character pairs; English ones only as whole phrases (their words would
         # outweigh the entry's own text for every English question)
         body = tokenize(full_text) + cjk_terms("\n".join(described))
-        tf: Counter[str] = Counter(body)
+        tf: dict[str, float] = dict(Counter(body))
         for t in head:
-            tf[t] += HEADING_WEIGHT
+            tf[t] = tf.get(t, 0) + HEADING_WEIGHT
         ids = tuple(range(len(passages), len(passages) + len(parts)))
         passages.extend(_passage_doc(sid, i, p, head) for i, p in enumerate(parts))
         items.append(
@@ -454,7 +454,7 @@ def build_index() -> Index:
 # --------------------------------------------------------------------------------------------------------
 
 
-def _bm25(tf: dict[str, Any], length: float, avg: float, b: float, q: Query, idf: dict[str, float]) -> float:
+def _bm25(tf: Mapping[str, float], length: float, avg: float, b: float, q: Query, idf: dict[str, float]) -> float:
     score = 0.0
     for t, weight in q.weights.items():
         f = tf.get(t)

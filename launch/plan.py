@@ -27,7 +27,7 @@ SRC_CLI_MAIN = "xtuner/v1/train/cli/rl.py:69-71"
 SRC_RUN_RL = "examples/v1/scripts/run_rl.sh"
 
 #: Backend -> its flag, in XTuner's precedence order.
-FLAG_NAMES: dict[str, str] = dict(BACKEND_FLAGS)
+FLAG_NAMES: dict[Backend, str] = dict(BACKEND_FLAGS)
 
 #: Per-backend variables the upstream launch script sets (``run_rl.sh:62-73``): (name, value or None=unset, line).
 BACKEND_ENV: dict[str, list[tuple[str, str | None, int]]] = {

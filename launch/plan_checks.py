@@ -9,7 +9,7 @@ from ..cluster.env import SRC_VLLM_TOPOLOGY
 from ..cluster.findings import REF as REF_CLUSTER
 from ..cluster.paths import check_path
 from ..config_analysis.view import ConfigView
-from ..core import Finding, PathKind, PathPolicy, dedupe_findings, sort_findings
+from ..core import Finding, PathKind, PathPolicy, Severity, dedupe_findings, sort_findings
 from ..xtuner_rules import resources as rr
 from ..xtuner_rules.ray_need import RayNeed
 from .plan import PATH_ENV, LaunchRequest
@@ -229,10 +229,13 @@ def _path_shape_findings(params: LaunchRequest) -> list[Finding]:
 def _check_path_findings(params: LaunchRequest, policy: PathPolicy) -> list[Finding]:
     """check_paths: each local path through the allowed-roots policy; problems are findings, never errors."""
     wanted: list[tuple[str, str, PathKind]] = [("config", params.config, "file")]
-    for name, kind in (("model_path", "dir"), ("data_path", "any"), ("eval_data_path", "any"), ("work_dir", "dir")):
-        value = getattr(params, name)
-        if value is not None:
-            wanted.append((name, value, kind))  # type: ignore[arg-type]
+    optional: tuple[tuple[str, str | None, PathKind], ...] = (
+        ("model_path", params.model_path, "dir"),
+        ("data_path", params.data_path, "any"),
+        ("eval_data_path", params.eval_data_path, "any"),
+        ("work_dir", params.work_dir, "dir"),
+    )
+    wanted += [(name, value, kind) for name, value, kind in optional if value is not None]
     out: list[Finding] = []
     elsewhere = "If the launch runs on another machine, check it there instead."
     for name, value, kind in wanted:
@@ -242,6 +245,7 @@ def _check_path_findings(params: LaunchRequest, policy: PathPolicy) -> list[Find
         code, message = look.code, look.message
         if name == "work_dir" and code == "path_not_found":
             continue  # the trainer creates its work dir
+        severity: Severity
         if code == "path_outside_roots":
             severity, fid, title = "info", "cmd.path_not_checked", f"{name} is outside the allowed roots; not checked"
         elif code in ("path_not_file", "path_not_dir", "path_special_file"):
@@ -259,7 +263,7 @@ def _check_path_findings(params: LaunchRequest, policy: PathPolicy) -> list[Find
         out.append(
             Finding(
                 id=fid,
-                severity=severity,  # type: ignore[arg-type]
+                severity=severity,
                 category="missing_env_var_or_path",
                 title=title,
                 evidence=message + "." + relative,

@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from ..cluster.env import Backend
 from ..cluster.ray import RaySnapshot
 from ..config_analysis.view import ConfigView
 from ..core import Finding, ToolInputError, dedupe_findings
-from ..core.findings import DEFAULT_OWNER, FORCED_OWNER, SEVERITY_ORDER, sort_findings
+from ..core.findings import DEFAULT_OWNER, FORCED_OWNER, SEVERITY_ORDER, Category, Owner, Severity, sort_findings
 from .plan import FLAG_NAMES
 
 #: Routing lives with Finding itself (core.findings), so one id has one owner in every tool; kept here by name.
@@ -108,8 +109,8 @@ PATH_NOT_FOUND_EVIDENCE = "code=path_not_found"
 
 
 def planned_env(
-    paths: Mapping[str, str | None], backend: str | None, env: Mapping[str, str] | None
-) -> tuple[dict[str, str], dict[str, str], str | None]:
+    paths: Mapping[str, str | None], backend: Backend | None, env: Mapping[str, str] | None
+) -> tuple[dict[str, str], dict[str, str], Backend | None]:
     """The env the run will see: ``paths`` (var -> value) and the backend flag first, then the caller's env on top.
 
     Returns (env, what was added from the parameters, the backend XTuner would pick from it).
@@ -132,32 +133,32 @@ def planned_env(
 
 def preflight_finding(
     fid: str,
-    severity: str,
-    category: str,
+    severity: Severity,
+    category: Category,
     title: str,
     *,
     evidence: str = "",
     fix: str = "",
-    owner: str | None = None,
+    owner: Owner | None = None,
     source: str | None = None,
     reference: str = "",
     location: str | None = None,
 ) -> Finding:
     return Finding(
         id=fid,
-        severity=severity,  # type: ignore[arg-type]
-        category=category,  # type: ignore[arg-type]
+        severity=severity,
+        category=category,
         title=title,
         evidence=evidence,
         fix=fix,
-        owner=owner,  # type: ignore[arg-type]
+        owner=owner,
         source=source,
         reference=reference,
         location=location,
     )
 
 
-def input_error_finding(name: str, exc: ToolInputError, owner: str, subject: str | None) -> Finding:
+def input_error_finding(name: str, exc: ToolInputError, owner: Owner, subject: str | None) -> Finding:
     """A check refused its input. ``subject`` is the path it was given: named as the location when that path does
     not exist, so that the other checks' findings about the same missing path merge with this one."""
     return preflight_finding(
@@ -172,7 +173,7 @@ def input_error_finding(name: str, exc: ToolInputError, owner: str, subject: str
     )
 
 
-def check_failed_finding(name: str, exc: Exception, owner: str) -> Finding:
+def check_failed_finding(name: str, exc: Exception, owner: Owner) -> Finding:
     return preflight_finding(
         "preflight.check_failed",
         "blocker",

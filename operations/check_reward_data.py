@@ -191,7 +191,8 @@ def _resolve_ray_address(params: Params, ctx: RunContext) -> str:
 
 
 def check_path(path: str, *, roots: list[str] | None = None, **params: Any) -> Result:
-    """Scan ``path`` without MCP (benchmarks, scripts): same result as the tool. Roots default to the path's folder."""
+    """Scan ``path`` without MCP (benchmarks, scripts): same result as the tool. Roots default to the path's folder;
+    ``params`` are any other :class:`Params` fields (validated there)."""
     target = os.path.abspath(os.path.expanduser(path))
     base = target if os.path.isdir(target) else os.path.dirname(glob_base(target) if "*" in target else target)
     ctx = RunContext(paths=PathPolicy.from_strings(roots or [base]))

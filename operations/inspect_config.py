@@ -10,15 +10,13 @@ prevents and where XTuner raises it (``path:line`` at ``InternLM/xtuner@b934f46`
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
 
 from ..cluster.xtuner_install import BUILTIN, XtunerClasses, annotate, load_installed
 from ..config_analysis.env_reads import EnvRead
 from ..config_analysis.patches import patch_label
 from ..config_analysis.report import CPUPool, ResourcePool, Setting, TaskInfo
-from ..config_analysis.rules import analyse, not_python_finding
+from ..config_analysis.rules import Analysis, analyse, not_python_finding
 from ..config_analysis.view import ConfigView, read_view
 from ..core import RunContext, ToolResult, params_model_config
 from ..core.findings import DEFAULT_LIST_CAP, Detail, Finding, cap, count_severities
@@ -155,7 +153,7 @@ def classes_for(training_env: str | None, ctx: RunContext) -> InstalledClasses:
     return (rows if used.used == "installed" else None), used
 
 
-def build_result(real: str, data: dict[str, Any], params: Params) -> Result:
+def build_result(real: str, data: Analysis, params: Params) -> Result:
     findings: list[Finding] = data["findings"]
     limit = {"summary": DEFAULT_LIST_CAP, "normal": DEFAULT_LIST_CAP, "full": 500}[params.detail]
     counts = count_severities(findings)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Literal
+from functools import partial
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -23,13 +24,20 @@ from ..cluster.ray_address import RayAccess
 from ..cluster.xtuner_install import BUILTIN
 from ..config_analysis.view import ConfigView, read_view, unread_view
 from ..core import Detail, RunContext, ToolInputError, ToolResult, params_model_config
-from ..core.findings import DEFAULT_LIST_CAP, Finding, cap, count_severities
+from ..core.findings import DEFAULT_LIST_CAP, Finding, Owner, cap, count_severities
 from ..launch import readiness
 from ..launch.plan import OWNED_ENV
 from ..xtuner_rules.ray_need import RayNeed
 from . import build_rl_command, check_reward_data, inspect_config, probe_environment
 
-JUDGER_RULES = {"GSM8KJudgerConfig": "gsm8k", "DapoMathJudgerConfig": "dapo_math", "GEO3KJudgerConfig": "geo3k"}
+JUDGER_RULES: dict[str, check_reward_data.Judger] = {
+    "GSM8KJudgerConfig": "gsm8k",
+    "DapoMathJudgerConfig": "dapo_math",
+    "GEO3KJudgerConfig": "geo3k",
+}
+ClusterMode = Literal["plan_starts_ray", "running"]
+#: The result type of one check.
+CheckResult = TypeVar("CheckResult", bound=ToolResult)
 
 
 class Params(BaseModel):
@@ -89,9 +97,7 @@ class LaunchPlan(BaseModel):
 
 class Result(ToolResult):
     verdict: Literal["go", "no_go"]
-    cluster_mode: Literal["plan_starts_ray", "running"] = Field(
-        description="Whether the plan starts Ray or expects a running one"
-    )
+    cluster_mode: ClusterMode = Field(description="Whether the plan starts Ray or expects a running one")
     ray_need: RayNeed | None = Field(default=None, description="What Ray must offer for this config")
     xtuner_classes: str = Field(default="", description="Which XTuner's config classes the config was checked with")
     counts: dict[str, int] = Field(description="Merged findings by severity")
@@ -105,6 +111,7 @@ class Result(ToolResult):
         default_factory=dict, description="Variables added to the planned env from the parameters"
     )
     launch_plan: LaunchPlan | None = Field(default=None, description="Present only when the verdict is go")
+    # each check's result as JSON (the checks' own result models, dumped)
     details: dict[str, Any] = Field(default_factory=dict, description="Each check's full result (detail=full)")
 
 
@@ -118,10 +125,13 @@ class Runner:
         self.step = 0
         self.findings: list[tuple[str, Finding]] = []
         self.checks: list[CheckSummary] = []
-        self.results: dict[str, Any] = {}
+        self.results: dict[str, ToolResult] = {}
 
-    def run(self, name: str, fn: Callable[[RunContext], Any], owner: str, subject: str | None = None) -> Any:
-        """Run one check; ``subject`` is the path it looks at, named in its finding if it refuses the input."""
+    def run(
+        self, name: str, fn: Callable[[RunContext], CheckResult], owner: Owner, subject: str | None = None
+    ) -> CheckResult | None:
+        """Run one check; ``subject`` is the path it looks at, named in its finding if it refuses the input. None
+        when it refused its input or failed."""
         self.ctx.progress(float(self.step), float(self.total), f"running {name}")
         self.step += 1
         try:
@@ -155,9 +165,9 @@ class Runner:
         self.checks.append(CheckSummary(name=name, status="skipped", summary=why))
 
 
-def task_data(inspect_result: Any, role: str) -> tuple[str | None, str]:
+def task_data(inspect_result: inspect_config.Result | None, role: str) -> tuple[str | None, check_reward_data.Judger]:
     """The first literal data path of the first task of a manager, and the judger rule set to use."""
-    for t in getattr(inspect_result, "tasks", []) or []:
+    for t in inspect_result.tasks if inspect_result is not None else []:
         if t.manager != role:
             continue
         judger = JUDGER_RULES.get(t.judger or "", "auto")
@@ -213,12 +223,12 @@ def run(params: Params, ctx: RunContext) -> Result:
 
 def _inspect(
     r: Runner, params: Params, env: dict[str, str], classes: inspect_config.InstalledClasses
-) -> tuple[ConfigView, Any]:
+) -> tuple[ConfigView, inspect_config.Result | None]:
     """Read the config once, as the launch will evaluate it, and run inspect_config on that view; an unreadable
     config is inspect_config's input error and a view saying why for the other checks."""
     holder: list[ConfigView] = []
 
-    def inspect(c: RunContext) -> Any:
+    def inspect(c: RunContext) -> inspect_config.Result:
         iparams = inspect_config.Params(path=params.config, env=env, detail="full")
         if not params.config.endswith(".py"):  # inspect_config explains what XTuner does with other suffixes
             return inspect_config.run(iparams, c, classes=classes)
@@ -230,19 +240,20 @@ def _inspect(
     return view, insp
 
 
-def cluster_mode(params: Params, env: dict[str, str]) -> Literal["plan_starts_ray", "running"]:
+def cluster_mode(params: Params, env: dict[str, str]) -> ClusterMode:
     """Whether the launch plan starts Ray (build_rl_command's script does) or a running cluster is expected."""
     if params.cluster != "auto":
         return params.cluster
     return "running" if params.ray_address or env.get("RAY_ADDRESS") else "plan_starts_ray"
 
 
-def _check_data(r: Runner, params: Params, insp: Any, env: dict[str, str]) -> None:
+def _check_data(r: Runner, params: Params, insp: inspect_config.Result | None, env: dict[str, str]) -> None:
     """check_reward_data on the train and eval data: given, else the config's literal anno_path, else the env."""
-    for role, given, var in (
+    roles: tuple[tuple[Literal["train", "eval"], str | None, str], ...] = (
         ("train", params.data_path, "DATA_PATH"),
         ("eval", params.eval_data_path, "EVAL_DATA_PATH"),
-    ):
+    )
+    for role, given, var in roles:
         from_config, judger = task_data(insp, role)
         path = given or from_config or env.get(var)
         name = f"check_reward_data:{role}"
@@ -251,33 +262,34 @@ def _check_data(r: Runner, params: Params, insp: Any, env: dict[str, str]) -> No
             if role == "train":
                 r.findings.append((name, readiness.train_data_unchecked_finding()))
             continue
-        r.run(
-            name,
-            lambda c, p=path, ro=role, j=judger: check_reward_data.run(
-                check_reward_data.Params(path=p, role=ro, judger=j), c
-            ),
-            "data_preparation",
-            subject=path,
-        )
+        r.run(name, partial(_reward_data_check, path, role, judger), "data_preparation", subject=path)
+
+
+def _reward_data_check(
+    path: str, role: Literal["train", "eval"], judger: check_reward_data.Judger, ctx: RunContext
+) -> check_reward_data.Result:
+    return check_reward_data.run(check_reward_data.Params(path=path, role=role, judger=judger), ctx)
 
 
 def _probe(
     r: Runner,
     params: Params,
     view: ConfigView,
-    insp: Any,
+    insp: inspect_config.Result | None,
     env: dict[str, str],
-    mode: str,
+    mode: ClusterMode,
     pkgs: PackagesReport | None,
     need: RayNeed | None,
-) -> Any:
+) -> probe_environment.Result | None:
     """probe_environment on the planned env (the training environment's packages when given), with the fit for the
     config's Ray requirements against a running cluster; with a plan that starts Ray, a missing cluster is a step,
     not a blocker."""
     req, why_not = view.ray_requirements(params.num_workers)
     tracing = bool(insp is not None and insp.trace_enabled)
     needs = probe_environment.RunNeeds(req if params.probe_cluster and mode == "running" else None, tracing)
-    checks = ["packages", "binaries", "env", "accelerators", "model"] + (["ray"] if params.probe_cluster else [])
+    checks: list[probe_environment.Check] = ["packages", "binaries", "env", "accelerators", "model"]
+    if params.probe_cluster:
+        checks.append("ray")
     probe = r.run(
         "probe_environment",
         lambda c: probe_environment.run(
@@ -304,8 +316,8 @@ def _probe(
 
 
 def _build(
-    r: Runner, params: Params, view: ConfigView, env: dict[str, str], backend: str | None, python_word: str | None
-) -> Any:
+    r: Runner, params: Params, view: ConfigView, env: dict[str, str], backend: Backend | None, python_word: str | None
+) -> build_rl_command.Result | None:
     """build_rl_command for the planned env on the same config view, once a backend is chosen; its command runs the
     training env's ``<prefix>/bin/python`` when one was given (the word is written into the script, never run)."""
     if backend is None:
@@ -317,29 +329,32 @@ def _build(
     workers = params.num_workers
     if workers is None and shared is not None and shared.num_workers is not None:
         workers = shared.num_workers.value if isinstance(shared.num_workers.value, int) else None
-    return r.run(
-        "build_rl_command",
-        lambda c: build_rl_command.run(
-            build_rl_command.Params(
-                config=view.path or params.config,
-                backend=backend,
-                model_path=env.get("MODEL_PATH"),
-                data_path=env.get("DATA_PATH"),
-                eval_data_path=env.get("EVAL_DATA_PATH"),
-                work_dir=env.get("WORK_DIR"),
-                num_workers=workers,
-                extra_env=extra,
-                **({"python": python_word} if python_word else {}),
-            ),
-            c,
-            view=view if view.read else None,
-        ),
-        "launch_command",
-    )
+
+    def build(c: RunContext) -> build_rl_command.Result:
+        bparams = build_rl_command.Params(
+            config=view.path or params.config,
+            backend=backend,
+            model_path=env.get("MODEL_PATH"),
+            data_path=env.get("DATA_PATH"),
+            eval_data_path=env.get("EVAL_DATA_PATH"),
+            work_dir=env.get("WORK_DIR"),
+            num_workers=workers,
+            extra_env=extra,
+        )
+        if python_word:
+            bparams.python = python_word
+        return build_rl_command.run(bparams, c, view=view if view.read else None)
+
+    return r.run("build_rl_command", build, "launch_command")
 
 
 def build_result(
-    params: Params, r: Runner, merged: list[Finding], added: dict[str, str], build: Any, mode: Any
+    params: Params,
+    r: Runner,
+    merged: list[Finding],
+    added: dict[str, str],
+    build: build_rl_command.Result | None,
+    mode: ClusterMode,
 ) -> Result:
     counts = count_severities(merged)
     verdict: Literal["go", "no_go"] = "no_go" if counts["blocker"] else "go"

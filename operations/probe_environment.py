@@ -12,7 +12,7 @@ the Ray cluster is read by ``cluster.ray.probe_cluster`` (no driver, no job, no 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -90,7 +90,7 @@ class Result(ToolResult):
     elapsed_s: float = 0.0
 
 
-def _selected(checks: list[str] | None) -> list[str]:
+def _selected(checks: Sequence[Check] | None) -> list[str]:
     if not checks:
         return list(ALL_CHECKS)
     wanted: set[str] = set()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ..cluster import ray as ray_cluster
 from ..cluster.fit import Shortage, shortages
@@ -204,7 +204,7 @@ def fit_per_worker(
     def ok(c: int, m_gib: int) -> bool:
         return rr.fits(rr.check_fit(build(capped(float(c), m_gib * rr.GIB)), cluster))
 
-    def largest(lo: int, hi: int, pred: Any) -> int | None:
+    def largest(lo: int, hi: int, pred: Callable[[int], bool]) -> int | None:
         if not pred(lo):
             return None
         while lo < hi:

@@ -24,6 +24,7 @@ from ..config_analysis.values import Obj, Val
 from ..config_analysis.view import ConfigView, view_of_source
 from .config_fields import (
     FieldChange,
+    SourceText,
     current_value,
     field_changes,
     key_path,
@@ -43,7 +44,7 @@ class Target:
     why: str
     source: str
     import_from: tuple[str, str] | None = None  # a class-valued target: (module, class) to import
-    code: Any = None  # how to write the value when not as its literal (a SourceText)
+    code: SourceText | None = None  # how to write the value when not as its literal
 
     @property
     def written(self) -> Any:

@@ -116,7 +116,8 @@ def _requested(reading: ConfigReading, key: str, fname: str, value: Any) -> None
 def request_updates(
     ci: ConfigView, env: Mapping[str, str], explicit: set[str], current: dict[str, Any]
 ) -> tuple[dict[str, Any], ConfigReading]:
-    """The request fields the config sets (unless passed explicitly), and the reading with the caller's requests."""
+    """The request fields the config sets (unless passed explicitly), and the reading with the caller's requests.
+    ``current``: the request's fields by name (its ``model_dump``); the updates are by name too."""
     reading = ConfigReading(view=ci, env=dict(env), topology=config_topology(ci))
     upd: dict[str, Any] = {}
     if reading.topology is not None and "topology" not in explicit:
@@ -244,17 +245,18 @@ def config_findings(
         key = f"{GROUP_KEYS[role]}.num_workers"
         if got is None or got == asked:
             continue
+        reason: tuple[str, str]
         if role == "shared" and asked <= total and asked % rr.num_gpus_per_engine(tp, ep):
-            why = (
+            reason = (
                 f"XTuner's rollout divisibility rule: {asked} workers in engines of {rr.num_gpus_per_engine(tp, ep)}",
                 rr.SRC_ENGINE_SIZE,
             )
             out.append(_layout_finding(ci, asked, got, tp, ep, per_node, total))
         elif asked > total:
-            why = (f"the cluster has {total} accelerators", rr.SRC_PG_ACCEL)
+            reason = (f"the cluster has {total} accelerators", rr.SRC_PG_ACCEL)
         else:
-            why = ("to fit the cluster and the engine size", rr.SRC_ENGINE_SIZE)
-        reading.reasons.setdefault(key, why)
+            reason = ("to fit the cluster and the engine size", rr.SRC_ENGINE_SIZE)
+        reading.reasons.setdefault(key, reason)
     for role, ask in group_asks(ci).items():
         now = sizing.ask(role)
         prefix = GROUP_KEYS[role]

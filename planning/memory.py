@@ -51,6 +51,7 @@ def train_memory(
     grads = BYTES_BF16 * p / train_workers
     optim = (TRAIN_BYTES_PER_PARAM - 2 * BYTES_BF16) * p / train_workers
     # Recomputed layers keep one bf16 hidden state per layer for the packed sequence; plus a fixed workspace.
+    layer_width: float
     if model.hidden_size and model.num_layers:
         layer_width = model.num_layers * model.hidden_size
     else:

@@ -69,13 +69,14 @@ def estimate_from_config(cfg: dict[str, Any]) -> ModelInfo | None:
         shared = 3 * hidden * shared_inter
     elif n_shared:
         shared = n_shared * expert_mlp
-    per_moe_layer_total = attn + n_experts * expert_mlp + shared + hidden * n_experts if moe_layers else 0
-    per_moe_layer_active = attn + (top_k or 1) * expert_mlp + shared + hidden * n_experts if moe_layers else 0
+    experts = n_experts or 0  # more than one whenever there are MoE layers
+    per_moe_layer_total = attn + experts * expert_mlp + shared + hidden * experts if moe_layers else 0
+    per_moe_layer_active = attn + (top_k or 1) * expert_mlp + shared + hidden * experts if moe_layers else 0
     dense_layers = layers - moe_layers
     embed = vocab * hidden * (1 if tied else 2)
     total = embed + dense_layers * (attn + dense_mlp) + moe_layers * per_moe_layer_total
     active = embed + dense_layers * (attn + dense_mlp) + moe_layers * per_moe_layer_active
-    expert_params = moe_layers * (n_experts or 0) * expert_mlp
+    expert_params = moe_layers * experts * expert_mlp
     if n_experts and not top_k:
         notes.append("experts per token not found; active size assumes 1")
     max_pos = _int(cfg, "max_position_embeddings", "n_positions")

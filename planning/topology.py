@@ -45,7 +45,7 @@ def decide_topology(
 ) -> tuple[Topology, list[str], list[Alternative], list[Finding]]:
     """Colocated sync by default; async for long tails or throughput; disaggregated for throughput at scale."""
     why: list[str] = []
-    alts: dict[str, str] = {}
+    alts: dict[Topology, str] = {}
     findings: list[Finding] = []
     enough = total >= MIN_ACCELERATORS_FOR_DISAGG and train_fits_half
     disagg_no = (
@@ -130,7 +130,7 @@ def decide_topology(
                     owner="config_edit",
                 )
             )
-    alternatives = [Alternative(topology=t, why_not=alts[t]) for t in alts if t != chosen]  # type: ignore[arg-type]
+    alternatives = [Alternative(topology=t, why_not=alts[t]) for t in alts if t != chosen]
     return chosen, why, alternatives, findings
 
 
@@ -179,17 +179,19 @@ def produce_plan(
     # Partial rollout carries a response across a sync, which only survives when max_staleness > 0; upstream
     # advises against max_staleness > 0 without partial rollout (producer.py:357 warns about it).
     over = 0.5 if p.long_tail_responses else 0.2
+    max_staleness = 1
+    tail_trigger = max(1, p.train_batch_size // 4)
     knobs = {
         "over_sample_threshold": over,
         "enable_partial_rollout": True,
-        "max_staleness": 1,
-        "tail_batch_trigger_size": max(1, p.train_batch_size // 4),
+        "max_staleness": max_staleness,
+        "tail_batch_trigger_size": tail_trigger,
     }
     return ProduceStrategyPlan(
         class_name=cls,
         module="xtuner.v1.rl.agent_loop_manager",
         params=knobs,
-        effective_stale_threshold_steps=(knobs["max_staleness"] + 1) * p.sync_weights_interval,
+        effective_stale_threshold_steps=(max_staleness + 1) * p.sync_weights_interval,
         eval_class_name="SyncProduceStrategyConfig",
         why=[
             f"over_sample_threshold={over}: launch {over:g} x the batch in extra groups so engines stay busy"
@@ -197,7 +199,7 @@ def produce_plan(
             "enable_partial_rollout=True: responses paused by a weight sync continue afterwards instead of restarting",
             "max_staleness=1: over-sampled groups and continued responses that cross one sync stay trainable "
             "(with 0 they expire at the next sync)",
-            f"tail_batch_trigger_size={knobs['tail_batch_trigger_size']}: re-roll expired groups once a quarter of a "
+            f"tail_batch_trigger_size={tail_trigger}: re-roll expired groups once a quarter of a "
             "batch has expired (-1 would discard them)",
         ],
         source=src,

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..core import PathPolicy, cap
 from .judging import judge_check
 from .layout import RunLayout
-from .models import ErrorCount, Learning, Progress, RunConfig, Trend
+from .models import ErrorCount, Learning, Progress, RunConfig, RunState, StepTimeTrend, Trend
 from .progress import LogProgress, newest_mtime
 from .tracker import Tracker
 from .trajectories import FileStats
@@ -79,7 +79,7 @@ def last_step(inp: Inputs) -> int | None:
     return max(vals) if vals else None
 
 
-def _trend_of_times(times: list[float]) -> tuple[float | None, float | None, str]:
+def _trend_of_times(times: list[float]) -> tuple[float | None, float | None, StepTimeTrend]:
     if not times:
         return None, None, "unknown"
     first = statistics.median(times[:10])
@@ -87,7 +87,7 @@ def _trend_of_times(times: list[float]) -> tuple[float | None, float | None, str
     if len(times) < 6 or first <= 0:
         return first, last, "unknown"
     ratio = last / first
-    trend = "slowing" if ratio > 1.25 else "speeding_up" if ratio < 0.8 else "steady"
+    trend: StepTimeTrend = "slowing" if ratio > 1.25 else "speeding_up" if ratio < 0.8 else "steady"
     return first, last, trend
 
 
@@ -119,6 +119,7 @@ def progress(inp: Inputs) -> Progress:
     idle = None if mtime is None else max(0.0, inp.now - mtime)
     threshold, basis = stall_threshold(times, inp.first_step_grace_s)
     evidence: list[str] = []
+    state: RunState
     finished = step is not None and total is not None and step >= total
     if finished:
         state = "finished"
@@ -159,7 +160,7 @@ def progress(inp: Inputs) -> Progress:
         percent_done=_pct(step, total) if step is not None and total else None,
         step_time_s=_r(recent, 2),
         step_time_first_s=_r(first, 2),
-        step_time_trend=trend,  # type: ignore[arg-type]
+        step_time_trend=trend,
         eta_s=_r(eta, 0),
         last_activity=None
         if mtime is None
@@ -238,8 +239,8 @@ def learning(inp: Inputs) -> Learning:
     status, top, top_om = _status_and_errors([*train, *inp.evals])
     sizes: dict[int, int] = {}
     for f in train:
-        for k, v in f.group_sizes.items():
-            sizes[k] = sizes.get(k, 0) + v
+        for size, n in f.group_sizes.items():
+            sizes[size] = sizes.get(size, 0) + n
     ent = [v for s, v in sorted(inp.tracker.series("entropy/rollout").items()) if s > 0] or [
         v for s, v in sorted(inp.tracker.series("entropy/train").items()) if s > 0
     ]
@@ -247,8 +248,8 @@ def learning(inp: Inputs) -> Learning:
     latest = evals[max(evals)] if evals else {}
     best: dict[str, float] = {}
     for metrics in evals.values():
-        for k, v in metrics.items():
-            best[k] = max(best.get(k, v), v)
+        for name, value in metrics.items():
+            best[name] = max(best.get(name, value), value)
     return Learning(
         trajectory_files=len(inp.layout.train_files),
         steps_scanned=len(train),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from ..core import PathPolicy, ToolInputError
@@ -48,6 +49,13 @@ def select_files(
     return picked, len(steps) - len(picked)
 
 
+def _scanned(
+    progress: Callable[[float, float | None, str | None], None], what: str, total: int, base: int, n: int
+) -> None:
+    """Progress of the file being scanned: ``n`` bytes into it, ``base`` before it, of about ``total``."""
+    progress(base + n, max(total, base + n), what)
+
+
 def scan_files(
     picked: list[tuple[int, Path]],
     progress: Callable[[float, float | None, str | None], None],
@@ -62,11 +70,8 @@ def scan_files(
     out: list[FileStats] = []
     notes: list[str] = []
     for step, path in picked:
-        base = done
         try:
-            stats = scan_file(
-                path, step, lambda n, b=base: progress(b + n, max(total, b + n), what), paths=paths, limits=limits
-            )
+            stats = scan_file(path, step, partial(_scanned, progress, what, total, done), paths=paths, limits=limits)
         except ToolInputError as exc:
             notes.append(f"{path.parent.name}/{path.name} {refusal(exc)}: not read")
             continue

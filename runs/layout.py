@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..core import PathKind, PathPolicy, ToolInputError, read_guarded
 from ..core.files import file_size, refusal
+from .models import TrackerFormat
 
 META_FILES = (".xtuner_rl_colocate_trainer", ".xtuner_rl_disaggregated_trainer")
 EXP_DIR_RE = re.compile(r"^\d{14}$")
@@ -77,7 +78,7 @@ class RunLayout:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def tracker_format(self) -> str:
+    def tracker_format(self) -> TrackerFormat:
         if self.tracker_jsonl is not None:
             return "jsonl"
         if self.tracker_events:
@@ -228,15 +229,15 @@ def find_experiment(raw: str, paths: PathPolicy, experiment: str | None = None) 
         return describe(root, root.parent, paths)
     notes: list[str] = []
     meta_dir, meta = _meta_exp_dir(root, paths, notes)
-    exp = meta_dir or (root / stamped[-1] if stamped else None)
-    if exp is None:
+    chosen = meta_dir or (root / stamped[-1] if stamped else None)
+    if chosen is None:
         raise ToolInputError(
             "not_a_run_dir",
             f"{raw!r} is neither an XTuner RL experiment directory (logs/, train_rollout/, ...) nor a work dir "
             f"holding one (<YYYYmmddHHMMSS>/ or {META_FILES[0]})" + (f"; {'; '.join(notes)}" if notes else ""),
             "Pass the trainer's work_dir (WORK_DIR) or one experiment directory under it.",
         )
-    layout = describe(paths.check(str(exp), kind="dir", what="experiment directory"), root, paths)
+    layout = describe(paths.check(str(chosen), kind="dir", what="experiment directory"), root, paths)
     layout.meta_file = meta
     layout.experiments = stamped
     layout.notes[:0] = notes

@@ -61,9 +61,9 @@ def diagnose(logs_dir: Path | None, remote: list[RemoteLog], ctx: RunContext, ev
             out.notes.append(f"{log.path} {refusal(exc)}: not read")
             continue
         out.sources.append(str(log.path))
-    for log in remote:
-        source = f"{log.node_ip}:{log.filename}"
-        data = log.text
+    for remote_log in remote:
+        source = f"{remote_log.node_ip}:{remote_log.filename}"
+        data = remote_log.text
         scanner.scan_bytes_stream(source, _text_chunks(data), len(data.encode("utf-8", "replace")))
         out.sources.append(source)
     values = {

@@ -9,6 +9,8 @@ from pydantic import BaseModel, Field
 
 RunState = Literal["running", "finished", "stalled", "failed", "not_started"]
 Trend = Literal["rising", "flat", "falling", "unknown"]
+StepTimeTrend = Literal["steady", "slowing", "speeding_up", "unknown"]
+TrackerFormat = Literal["jsonl", "tensorboard", "none"]
 #: Why GSM8K rewards are 0, when XTuner's judger rule says it is not the model's answers.
 RewardCause = Literal["label_format", "answer_format", "truncation", "judge_zero"]
 
@@ -74,7 +76,7 @@ class Progress(BaseModel):
     percent_done: float | None = None
     step_time_s: float | None = Field(description="Median time/step of the last 10 steps, seconds")
     step_time_first_s: float | None = Field(description="Median time/step of the first 10 steps, seconds")
-    step_time_trend: Literal["steady", "slowing", "speeding_up", "unknown"]
+    step_time_trend: StepTimeTrend
     eta_s: float | None = Field(description="Remaining steps x step_time_s, when running")
     last_activity: str | None = Field(description="Newest log, tracker or trajectory write (UTC ISO 8601)")
     last_activity_file: str | None = None
@@ -146,7 +148,7 @@ class Outputs(BaseModel):
     experiments: list[str] = Field(description="Experiment directories in the work dir, oldest first")
     rank_logs: int
     env_json: bool
-    tracker: Literal["jsonl", "tensorboard", "none"]
+    tracker: TrackerFormat
     tracker_path: str | None
     tracker_records: int
     train_trajectory_files: int

@@ -17,7 +17,10 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PANELS = (
     ("reward_mean", "reward mean"),
@@ -34,7 +37,7 @@ MAX_ABS_VALUE = 1e15
 MATPLOTLIB_DIR_VARS = ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
 
 _import_lock = threading.Lock()
-_figure: Any = None  # matplotlib.figure.Figure once imported
+_figure: type[Figure] | None = None  # once imported
 
 
 class PlotUnavailable(Exception):
@@ -59,7 +62,7 @@ def _private_matplotlib_dirs() -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _figure_class() -> Any:
+def _figure_class() -> type[Figure]:
     """matplotlib's ``Figure``, imported on first use with private config and cache dirs."""
     global _figure
     with _import_lock:

@@ -57,7 +57,7 @@ def _first_task(trainer: Obj) -> Obj | None:
         return None
     tasks = manager.kwargs["tasks"]
     items = elements(tasks)
-    first = (items or [None])[0] if items is not None else tasks
+    first = tasks if items is None else (items[0] if items else None)
     return first if isinstance(first, Obj) else None
 
 

@@ -43,8 +43,9 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
             raise ValueError("varint too long")
 
 
-def fields(buf: bytes) -> Iterator[tuple[int, int, object]]:
-    """(field number, wire type, value) of one protobuf message; length-delimited values are bytes."""
+def fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
+    """(field number, wire type, value) of one protobuf message: a varint (wire type 0) is an int, every other
+    value is its raw bytes."""
     pos, end = 0, len(buf)
     while pos < end:
         key, pos = _varint(buf, pos)
@@ -72,16 +73,16 @@ def _tensor_value(buf: bytes) -> float | None:
     dtype = 0
     content = b""
     for num, wt, val in fields(buf):
-        if num == 1 and wt == 0:
-            dtype = int(val)  # type: ignore[arg-type]
-        elif num == 4 and wt == 2:
-            content = val  # type: ignore[assignment]
-        elif num == 5:  # float_val: packed (wt 2) or single (wt 5)
-            raw = val if wt == 5 else val[:4]  # type: ignore[index]
-            return _F32.unpack(raw)[0] if len(raw) == 4 else None  # type: ignore[arg-type]
-        elif num == 6:
-            raw = val if wt == 1 else val[:8]  # type: ignore[index]
-            return _F64.unpack(raw)[0] if len(raw) == 8 else None  # type: ignore[arg-type]
+        if num == 1 and isinstance(val, int):
+            dtype = val
+        elif num == 4 and wt == 2 and isinstance(val, bytes):
+            content = val
+        elif num == 5 and isinstance(val, bytes):  # float_val: packed (wt 2) or single (wt 5)
+            raw = val if wt == 5 else val[:4]
+            return _F32.unpack(raw)[0] if len(raw) == 4 else None
+        elif num == 6 and isinstance(val, bytes):
+            raw = val if wt == 1 else val[:8]
+            return _F64.unpack(raw)[0] if len(raw) == 8 else None
     if content:
         fmt = {_DT_FLOAT: "<f", _DT_DOUBLE: "<d", _DT_INT32: "<i", _DT_INT64: "<q"}.get(dtype)
         if fmt and len(content) >= struct.calcsize(fmt):
@@ -91,19 +92,21 @@ def _tensor_value(buf: bytes) -> float | None:
 
 def _summary_values(buf: bytes, want: Callable[[str], bool]) -> Iterator[tuple[str, float]]:
     for num, wt, val in fields(buf):
-        if num != 1 or wt != 2:
+        if num != 1 or wt != 2 or not isinstance(val, bytes):
             continue
         tag: str | None = None
         value: float | None = None
-        for vnum, vwt, vval in fields(val):  # type: ignore[arg-type]
+        for vnum, vwt, vval in fields(val):
+            if not isinstance(vval, bytes):
+                continue
             if vnum == 1 and vwt == 2:
-                tag = bytes(vval).decode("utf-8", "replace")  # type: ignore[arg-type]
+                tag = vval.decode("utf-8", "replace")
                 if not want(tag):
                     break
             elif vnum == 2 and vwt == 5:
-                value = _F32.unpack(vval)[0]  # type: ignore[arg-type]
+                value = _F32.unpack(vval)[0]
             elif vnum == 8 and vwt == 2:
-                value = _tensor_value(vval)  # type: ignore[arg-type]
+                value = _tensor_value(vval)
         if tag is not None and value is not None and want(tag):
             yield tag, value
 
@@ -135,20 +138,21 @@ def read_scalars(
 ) -> Iterator[tuple[int, float, str, float]]:
     """(step, wall_time, tag, value) of every scalar in the open event file ``f`` whose tag ``want`` accepts."""
     for data in frames(f, max_bytes, limits):
-        step, wall, summary = 0, 0.0, None
+        step, wall = 0, 0.0
+        summary: bytes | None = None
         try:
             for num, wt, val in fields(data):
-                if num == 1 and wt == 1:
-                    wall = _F64.unpack(val)[0]  # type: ignore[arg-type]
-                elif num == 2 and wt == 0:
-                    step = int(val)  # type: ignore[arg-type]
+                if num == 1 and wt == 1 and isinstance(val, bytes):
+                    wall = _F64.unpack(val)[0]
+                elif num == 2 and isinstance(val, int):
+                    step = val
                     if step >= 1 << 63:
                         step -= 1 << 64
-                elif num == 5 and wt == 2:
+                elif num == 5 and wt == 2 and isinstance(val, bytes):
                     summary = val
             if summary is None:
                 continue
-            for tag, value in _summary_values(summary, want):  # type: ignore[arg-type]
+            for tag, value in _summary_values(summary, want):
                 yield step, wall, tag, value
         except (ValueError, IndexError, struct.error):
             continue  # a damaged frame: skip it, keep reading

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 from msgspec import Struct
@@ -61,7 +61,9 @@ LENGTH_REASON = "length"
 
 
 class _Rec(Struct, gc=False):
-    """The fields of one trajectory line this engine reads; unknown members are skipped by the decoder."""
+    """The fields of one trajectory line this engine reads; unknown members are skipped by the decoder.
+    ``group_id``, ``label`` and ``data_source`` are whatever JSON the dataset carried (a label may be a string, a
+    number or an object), hence ``Any``."""
 
     group_id: Any = None
     status: str | None = None
@@ -297,7 +299,7 @@ class _Scan:
         return st
 
 
-def _skip_line(f: Any, limits: CallLimits) -> int:
+def _skip_line(f: BinaryIO, limits: CallLimits) -> int:
     n = 0
     while True:
         limits.check()

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from ..core import DEFAULT_LIST_CAP, Detail, Finding, cap, sort_findings
-from ..xtuner_rules.data_contract import CODES, FILE_CODES
+from ..core import DEFAULT_LIST_CAP, Detail, Finding, Severity, cap, sort_findings
+from ..xtuner_rules.data_contract import CODES, FILE_CODES, ContractEntry
 from .data_fixes import Suggestion, suggestions
 from .jsonl import merge_stats
 from .jsonl_contract import BLOCKER, CODE_SEVERITY
@@ -72,12 +72,14 @@ class DataStats(BaseModel):
     prompt_length: PromptLength
 
 
-def _finding(code: str, severity: str, evidence: str, location: str | None, table: dict) -> Finding:
+def _finding(
+    code: str, severity: Severity, evidence: str, location: str | None, table: dict[str, ContractEntry]
+) -> Finding:
     title, category, anchor, source, fix = table[code]
     return Finding(
         id=f"data.{code}",
-        severity=severity,  # type: ignore[arg-type]
-        category=category,  # type: ignore[arg-type]
+        severity=severity,
+        category=category,
         title=title,
         evidence=evidence,
         location=location,
@@ -127,6 +129,7 @@ def build_report(
 
     ok = not any(f.severity == "blocker" for f in findings)
     examples = _round_robin(examples)
+    kept: list[LineExample]
     if detail == "summary":
         kept, omitted = [], len(examples)
     elif detail == "normal":
@@ -256,9 +259,9 @@ def _findings(
             _finding("parquet_file", "blocker", f"{pq} starts with the Parquet magic 'PAR1'", pq, FILE_CODES)
         )
     if stats.duplicate_prompts:
-        sev = "warning" if role == "eval" else "info"
+        dup_severity: Severity = "warning" if role == "eval" else "info"
         ev = f"{stats.duplicate_prompts} of {stats.duplicate_prompts_checked} prompts repeat an earlier prompt"
-        findings.append(_finding("duplicate_prompts", sev, ev, None, FILE_CODES))
+        findings.append(_finding("duplicate_prompts", dup_severity, ev, None, FILE_CODES))
     return sort_findings(findings)
 
 

@@ -131,6 +131,8 @@ class _Acc:
         self.same: dict[tuple[str, str, str], Example] = {}
 
     def add(self, idx: int, raw: bytes, issues: list[Issue], obj: Any = None, schema: bool = False) -> None:
+        """Count a line's issues and keep their examples; ``obj`` is the decoded line (any JSON value), None when it
+        did not decode."""
         res = self.res
         blocked = no_gt = False
         for code, pointer, message in issues:
@@ -154,9 +156,9 @@ class _Acc:
                 if key:
                     self.same[key] = ex
         if no_gt and isinstance(obj, dict):
-            pointer = derivable_field(obj)
-            if pointer:
-                res.derivable[pointer] = res.derivable.get(pointer, 0) + 1
+            answer_at = derivable_field(obj)
+            if answer_at:
+                res.derivable[answer_at] = res.derivable.get(answer_at, 0) + 1
                 if len(res.derivable_lines) < MAX_LINES_PER_EXAMPLE:
                     res.derivable_lines.append(idx)
         if blocked:
@@ -165,7 +167,7 @@ class _Acc:
             res.valid += 1
 
 
-def _skip_line(f: Any, limits: Limits, chunk: int = 1 << 20) -> int:
+def _skip_line(f: BinaryIO, limits: Limits, chunk: int = 1 << 20) -> int:
     """Consume the rest of the current line (through its newline); return the bytes consumed."""
     n = 0
     while True:
@@ -348,7 +350,7 @@ def plan_ranges(size: int, chunk_bytes: int) -> list[tuple[int, int]]:
     return [(s, min(size, s + chunk_bytes)) for s in range(0, size, chunk_bytes)]
 
 
-def _merge_counter(into: dict, other: dict) -> None:
+def _merge_counter(into: dict[str, int], other: dict[str, int]) -> None:
     for k, v in other.items():
         bump(into, k, v)
 

@@ -44,7 +44,7 @@ class _Object(Struct, gc=False):
 
 
 class _RewardModel(Struct, gc=False):
-    ground_truth: Any
+    ground_truth: Any  # any JSON value: the judger-specific checks decide what is acceptable
 
 
 class TypedLine(Struct, gc=False):
@@ -66,7 +66,7 @@ def _struct_prompt(msgs: list[_Message]) -> tuple[str, list[str]]:
     texts = []
     for m in msgs:
         c = m.content
-        if type(c) is str:
+        if isinstance(c, str):
             texts.append(c)
         else:
             for part in c:

@@ -4,12 +4,16 @@ patterns their rules use (the tool adds titles, fixes, categories and sources: x
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final, Literal
 
-BLOCKER, WARNING, INFO = "blocker", "warning", "info"
+BLOCKER: Final = "blocker"
+WARNING: Final = "warning"
+INFO: Final = "info"
+#: ``core.findings.Severity``, spelled here because this module imports nothing from the package (Ray ships it).
+LineSeverity = Literal["blocker", "warning", "info"]
 
 #: Every code the scanner can emit, with its severity. A line with any blocker code is invalid.
-CODE_SEVERITY: dict[str, str] = {
+CODE_SEVERITY: dict[str, LineSeverity] = {
     # line level (bytes)
     "invalid_utf8": BLOCKER,
     "nul_byte": BLOCKER,
@@ -67,7 +71,7 @@ DAPO_ANSWER_RE = re.compile(r"(?i)answer\s*:")
 GSM8K_ANSWER_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
 
 
-def gsm8k_label_code(ground_truth: Any) -> str | None:
+def gsm8k_label_code(ground_truth: object) -> str | None:
     """The data-contract code of a GSM8K ground truth the judger's exact string match (gsm8k.py:34-39,74) cannot
     meet, or meets only when the model writes this very form; None for a bare canonical number ("72", "-3", "0.5").
     One rule for check_reward_data (the data file) and inspect_run (the labels a run was judged against)."""
@@ -91,7 +95,7 @@ DERIVABLE_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def derivable_field(obj: dict) -> str | None:
+def derivable_field(obj: dict[str, Any]) -> str | None:
     """The pointer of the first field holding a ``#### <n>`` answer a GSM8K ground truth can be taken from."""
     for pointer, keys in DERIVABLE_FIELDS:
         value: Any = obj
@@ -104,7 +108,7 @@ def derivable_field(obj: dict) -> str | None:
     return None
 
 
-def type_name(value: Any) -> str:
+def type_name(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):

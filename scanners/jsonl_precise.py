@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET
 
@@ -18,6 +18,9 @@ from .jsonl_contract import (
     type_name,
 )
 from .jsonl_results import Stats, bump, record_prompt
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 BOM = b"\xef\xbb\xbf"
 NUL = b"\x00"
@@ -31,10 +34,13 @@ def _line_judger(judger: str, data_source: Any) -> str:
     return KNOWN_SOURCES.get(data_source, "generic") if isinstance(data_source, str) else "generic"
 
 
-def _message_texts(msg: dict) -> list[str]:
+def _message_texts(msg: dict[str, Any]) -> list[str]:
+    """The texts of a well-formed message (``_check_messages`` passed it): its string content or its text parts."""
     c = msg.get("content")
     if isinstance(c, str):
         return [c]
+    if not isinstance(c, list):
+        return []
     out = []
     for part in c:
         t = part.get("text")
@@ -285,7 +291,7 @@ def set_schema(schema: dict) -> None:
 
 
 @lru_cache(maxsize=8)
-def schema_validator(judger: str):  # type: ignore[no-untyped-def]
+def schema_validator(judger: str) -> Draft202012Validator:
     """The jsonschema validator of the contract for a judger (lazy: jsonschema is imported on first failure)."""
     from jsonschema import Draft202012Validator
     from referencing import Registry, Resource

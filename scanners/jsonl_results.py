@@ -3,10 +3,10 @@ both line paths feed (counters keep at most ``MAX_COUNTER_KEYS`` keys, prompt le
 
 from __future__ import annotations
 
+import builtins
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 DEFAULT_MAX_LINE_BYTES = 1 << 20
 #: Distinct keys kept per counter (data_source, roles); the rest are summed under OTHER.
@@ -67,7 +67,7 @@ class RangeResult:
     examples: dict[str, list[Example]] = field(default_factory=dict)
     stats: Stats = field(default_factory=Stats)
     #: the distinct prompt hashes of the range, sorted (array "q" bytes), and the salt they were made with
-    hashes_sorted: bytes = b""
+    hashes_sorted: builtins.bytes = b""
     hash_domain: int = 0
     #: prompts hashed in the range, and how many of them repeat an earlier prompt of the same range
     hashed: int = 0
@@ -99,7 +99,7 @@ class FileResult:
     error: str | None = None
 
 
-def bump(counter: dict, key: Any, n: int = 1) -> None:
+def bump(counter: dict[str, int], key: str, n: int = 1) -> None:
     if key in counter or len(counter) < MAX_COUNTER_KEYS:
         counter[key] = counter.get(key, 0) + n
     else:

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any
 
 from ..core import PathPolicy, open_guarded
 from ..core.limits import UNLIMITED, CallCancelled, CallLimits
@@ -101,12 +101,23 @@ def scan_local(
     for path, start, end in tasks:
         results.append(
             scan_range(
-                path, start, end, opts, lambda n, d=done: progress(d + n, "scanning"), open_file=opener, limits=limits
+                path,
+                start,
+                end,
+                opts,
+                functools.partial(_scanning, progress, done),
+                open_file=opener,
+                limits=limits,
             )
         )
         done += end - start
         progress(done, f"scanned {os.path.basename(path)}")
     return results, "in_process", 1
+
+
+def _scanning(progress: Progress, done: int, n: int) -> None:
+    """Progress of the range being scanned in this process: ``n`` bytes into it, ``done`` before it."""
+    progress(done + n, "scanning")
 
 
 class WorkersUnavailable(Exception):
@@ -130,22 +141,25 @@ def scan_processes(
     """
     cmd = [sys.executable, "-c", WORKER_COMMAND]
     env = {**os.environ, **WORKER_HASH_ENV, **WORKER_MALLOC_ENV}
-    procs: list[subprocess.Popen] = []
+    procs: list[subprocess.Popen[bytes]] = []
     threads: list[threading.Thread] = []
-    todo: queue.Queue = queue.Queue()
+    todo: queue.Queue[Task] = queue.Queue()
     for task in tasks:
         todo.put(task)
-    done_q: queue.Queue = queue.Queue()
+    done_q: queue.Queue[tuple[Task, RangeResult | Exception]] = queue.Queue()
 
-    def drive(proc: subprocess.Popen) -> None:
+    def drive(proc: subprocess.Popen[bytes]) -> None:
+        to_worker, from_worker = proc.stdin, proc.stdout
+        if to_worker is None or from_worker is None:  # started with pipes: never None
+            return
         while True:
             try:
                 task = todo.get_nowait()
             except queue.Empty:
                 return
             try:
-                send_message(proc.stdin, (*task, opts, paths))
-                done_q.put((task, recv_message(proc.stdout)))
+                send_message(to_worker, (*task, opts, paths))
+                done_q.put((task, recv_message(from_worker)))
             except Exception as exc:  # worker died or pipe broke: report, and stop using this worker
                 done_q.put((task, exc))
                 return
@@ -193,7 +207,7 @@ def scan_processes(
 def _collect(
     tasks: list[Task],
     threads: list[threading.Thread],
-    done_q: queue.Queue,
+    done_q: queue.Queue[tuple[Task, RangeResult | Exception]],
     progress: Progress,
     limits: CallLimits,
 ) -> tuple[list[RangeResult], list[Task], int]:
@@ -221,7 +235,7 @@ def _collect(
     return results, retry, done
 
 
-def _kill(procs: list[subprocess.Popen], threads: list[threading.Thread], todo: queue.Queue) -> None:
+def _kill(procs: list[subprocess.Popen[bytes]], threads: list[threading.Thread], todo: queue.Queue[Task]) -> None:
     """Stop a cancelled pool now: no more tasks handed out, every worker's process group killed, and the drive
     threads given a moment to see their pipes close."""
     with contextlib.suppress(queue.Empty):
@@ -234,11 +248,12 @@ def _kill(procs: list[subprocess.Popen], threads: list[threading.Thread], todo: 
         t.join(timeout=JOIN_AFTER_KILL_S)
 
 
-def _reap(procs: list[subprocess.Popen]) -> None:
+def _reap(procs: list[subprocess.Popen[bytes]]) -> None:
     """Close every worker's stdin (it exits at EOF), wait for it, and kill it if it does not exit."""
     for p in procs:
         with contextlib.suppress(OSError):
-            p.stdin.close()  # type: ignore[union-attr]
+            if p.stdin is not None:
+                p.stdin.close()
     for p in procs:
         try:
             p.wait(timeout=5)
@@ -246,7 +261,8 @@ def _reap(procs: list[subprocess.Popen]) -> None:
             p.kill()
             p.wait()
         with contextlib.suppress(OSError):
-            p.stdout.close()  # type: ignore[union-attr]
+            if p.stdout is not None:
+                p.stdout.close()
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -254,13 +270,13 @@ def _reap(procs: list[subprocess.Popen]) -> None:
 # --------------------------------------------------------------------------------------------------------
 
 
-def send_message(stream: Any, obj: Any) -> None:
+def send_message(stream: IO[bytes], obj: object) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(len(data).to_bytes(8, "little") + data)
     stream.flush()
 
 
-def recv_message(stream: Any) -> Any:
+def recv_message(stream: IO[bytes]) -> Any:  # whatever the other side pickled
     head = stream.read(8)
     if len(head) < 8:
         raise EOFError("worker closed its output")

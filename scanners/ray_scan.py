@@ -5,17 +5,24 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
+import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from ..core import ToolInputError
 from ..core.limits import UNLIMITED, CallLimits
 from . import jsonl, jsonl_blocks, jsonl_contract, jsonl_duplicates, jsonl_precise, jsonl_results
 from .jsonl_results import RangeResult, ScanOptions, range_from_dict
 from .parallel import WORKER_HASH_ENV, Progress, Task
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
 
 #: The scanner's modules in import order: what a Ray worker rebuilds as a private package (they import only each
 #: other, relatively, plus the stdlib, msgspec and jsonschema).
@@ -48,7 +55,9 @@ def scan_ranges_remote(sources, digest, schema, path, ranges, opts):
 _RAY_LOCK = threading.Lock()
 
 
-def _ray_task_function() -> Any:
+def _ray_task_function() -> Callable[..., list[dict[str, Any]]]:
+    """``scan_ranges_remote`` above, compiled in a namespace of its own: (sources, digest, schema, path, ranges,
+    options) -> each range's result as a dict."""
     namespace: dict[str, Any] = {"__name__": "__xtuner_rl_mcp_ray_task__"}
     exec(compile(_RAY_TASK_SOURCE, "<check_reward_data ray task>", "exec"), namespace)
     return namespace["scan_ranges_remote"]
@@ -56,7 +65,9 @@ def _ray_task_function() -> Any:
 
 def scanner_sources() -> tuple[list[tuple[str, str]], str]:
     """(module name, source text) of every scanner module in import order, and a digest of them all."""
-    sources = [(m.__name__.rsplit(".", 1)[-1], Path(m.__file__).read_text(encoding="utf-8")) for m in SCANNER_MODULES]
+    sources = [
+        (m.__name__.rsplit(".", 1)[-1], Path(inspect.getfile(m)).read_text(encoding="utf-8")) for m in SCANNER_MODULES
+    ]
     digest = hashlib.sha256("\0".join(f"{name}\0{text}" for name, text in sources).encode()).hexdigest()[:16]
     return sources, digest
 
@@ -92,7 +103,7 @@ def scan_ray(
         try:
             ray.init(
                 address=address,
-                logging_level="ERROR",
+                logging_level=logging.ERROR,
                 log_to_driver=False,
                 namespace="xtuner_rl_mcp_check_reward_data",
             )
@@ -117,7 +128,12 @@ def scan_ray(
 
 
 def _gather(
-    ray: Any, refs: dict[Any, Task], n_tasks: int, timeout_s: float, progress: Progress, limits: CallLimits
+    ray: ModuleType,
+    refs: dict[ObjectRef[list[dict[str, Any]]], Task],
+    n_tasks: int,
+    timeout_s: float,
+    progress: Progress,
+    limits: CallLimits,
 ) -> list[RangeResult]:
     """The tasks' range results as they finish (a failed task becomes a range with an error); cancel the rest at
     the deadline or when the call is cancelled."""

@@ -14,11 +14,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import __version__
 from ..core.policy import ALLOW_PYTHON_ENV, RAY_ADDRESSES_ENV, OperatorPolicy
 from . import lint_cli
+
+if TYPE_CHECKING:
+    from mcp.shared.dispatcher import ProgressFnT
 
 CALL_TIMEOUT_ENV = "XTUNER_RL_MCP_CALL_TIMEOUT"
 
@@ -26,7 +29,7 @@ EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors exit 2 with a JSON line on stderr too, and what to do
+    def error(self, message: str) -> NoReturn:  # usage errors exit 2 with a JSON line on stderr too, and what to do
         self.print_usage(sys.stderr)
         fix = f"Run `{self.prog} --help` for the arguments."
         sys.stderr.write(json.dumps({"error": {"code": "usage", "message": message, "fix": fix}}) + "\n")
@@ -164,7 +167,7 @@ def parse_tool_error(text: str) -> dict[str, Any]:
     return {"error": {"code": "tool_error", "message": text}}
 
 
-def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
+def _progress_printer(enabled: bool) -> ProgressFnT | None:
     if not enabled:
         return None
 

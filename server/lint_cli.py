@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import __version__
 from ..api import function
@@ -47,7 +47,7 @@ class Diagnostic:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors: exit 2, the message and what to do on stderr
+    def error(self, message: str) -> NoReturn:  # usage errors: exit 2, the message and what to do on stderr
         self.print_usage(sys.stderr)
         fix = f"Run `{self.prog} --help` for the arguments."
         sys.stderr.write(json.dumps({"error": {"code": "usage", "message": message, "fix": fix}}) + "\n")

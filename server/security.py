@@ -6,10 +6,14 @@ import hmac
 import ipaddress
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from mcp.server.transport_security import TransportSecuritySettings
 
 from ..core import PathPolicy
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 ALLOW_ROOTS_ENV = "XTUNER_RL_MCP_ALLOW_ROOTS"
 TOKEN_ENV_DEFAULT = "XTUNER_RL_MCP_TOKEN"
@@ -53,11 +57,11 @@ def transport_security(
 class BearerTokenMiddleware:
     """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``, else 401."""
 
-    def __init__(self, app, token: str) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
         self._token = token.encode()
 
-    async def __call__(self, scope, receive, send):  # type: ignore[no-untyped-def]
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
             return await self.app(scope, receive, send)
         header = b""

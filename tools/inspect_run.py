@@ -12,8 +12,6 @@ judge). Findings are tied to the failure-mode catalog; compact per-step series a
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field, PrivateAttr
 
 from ..cluster.ray_address import RayAccess
@@ -95,7 +93,9 @@ class Result(ToolResult):
         return [("image/png", self._png)] if self._png else []
 
 
-def _read(params: Params, ctx: RunContext) -> tuple[analysis.Inputs, Any, Any]:
+def _read(
+    params: Params, ctx: RunContext
+) -> tuple[analysis.Inputs, log_diagnosis.LogDiagnosis, ray_logs.Collected | None]:
     paths, limits = ctx.paths, ctx.limits
     lay = layout.find_experiment(params.path, paths, params.experiment)
     config = read_run_config(params.config, lay, paths)
@@ -161,7 +161,7 @@ def _outputs(inp: analysis.Inputs) -> Outputs:
         experiments=lay.experiments[-20:],
         rank_logs=len(lay.rank_logs),
         env_json=lay.env_json is not None,
-        tracker=lay.tracker_format,  # type: ignore[arg-type]
+        tracker=lay.tracker_format,
         tracker_path=str(lay.tracker_jsonl or (lay.tracker_events[-1] if lay.tracker_events else "")) or None,
         tracker_records=inp.tracker.records,
         train_trajectory_files=len(lay.train_files),

@@ -6,6 +6,10 @@ Severities live next to the scanner (``scanners.jsonl_contract.CODE_SEVERITY``);
 
 from __future__ import annotations
 
+from typing import Final
+
+from ..core.findings import Category
+
 SRC_READ = "xtuner/v1/datasets/jsonl.py:609-611,626-627"
 SRC_PROMPT = "xtuner/v1/datasets/rl_tokenize_fn/text_tokenize_fn.py:52,58-60"
 SRC_DS = "xtuner/v1/datasets/rl_tokenize_fn/text_tokenize_fn.py:75-81"
@@ -13,11 +17,12 @@ SRC_GT = "xtuner/v1/rl/judger/native.py:135,196-199"
 SRC_GSM8K = "xtuner/v1/rl/judger/gsm8k.py:29-39,74"
 SRC_CONVERT = "xtuner/v1/utils/convert_gsm8k.py:31-58"
 
-MISSING_GT = "reward_data_missing_ground_truth"
-OTHER = "data_format_other"
+MISSING_GT: Final = "reward_data_missing_ground_truth"
+OTHER: Final = "data_format_other"
 
 #: code -> (title, category, anchor, source, fix)
-CODES: dict[str, tuple[str, str, str, str | None, str]] = {
+ContractEntry = tuple[str, Category, str, str | None, str]
+CODES: dict[str, ContractEntry] = {
     "invalid_utf8": (
         "Line is not valid UTF-8",
         OTHER,
@@ -270,7 +275,7 @@ CODES: dict[str, tuple[str, str, str, str | None, str]] = {
 }
 
 #: File-level findings (not per line).
-FILE_CODES: dict[str, tuple[str, str, str, str | None, str]] = {
+FILE_CODES: dict[str, ContractEntry] = {
     "empty_file": (
         "File has no lines",
         OTHER,

@@ -33,7 +33,7 @@ GIB = 1024**3
 PG_CPU_HEADROOM = 10
 #: Fixed memory headroom added to every accelerator group's memory check (ray_accelerator_worker.py:119).
 PG_MEMORY_HEADROOM_BYTES = 10 * GIB
-#: AcceleratorResourcesConfig defaults (ray_accelerator_worker.py:68-71, 74-77).
+#: AcceleratorResourcesConfig defaults (ray_accelerator_worker.py:68-71).
 DEFAULT_NUM_CPUS_PER_WORKER = 12.0
 DEFAULT_CPU_MEMORY_PER_WORKER_BYTES = 16 * GIB
 #: CPUResourcesConfig defaults (ray_cpu_worker.py:57-61).
@@ -64,6 +64,8 @@ SRC_SP = "xtuner/v1/rl/trainer/worker.py:428-432"
 SRC_VLLM = "xtuner/v1/rl/rollout/vllm.py:135-142"
 
 Accelerator = Literal["GPU", "NPU"]
+FitResource = Literal["GPU", "NPU", "CPU", "memory"]
+FitUnit = Literal["count", "cpus", "bytes"]
 Backend = Literal["lmdeploy", "sglang", "vllm"]
 
 
@@ -189,8 +191,8 @@ class FitRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     check: str = Field(description="What is checked, e.g. 'pg:train CPU'")
-    resource: Literal["GPU", "NPU", "CPU", "memory"]
-    unit: Literal["count", "cpus", "bytes"]
+    resource: FitResource
+    unit: FitUnit
     needed: float
     available: float
     ok: bool
@@ -383,7 +385,9 @@ def _placement_row(groups: Sequence[PlacementGroupRequirement], nodes: Sequence[
     biggest = max(nodes, key=lambda n: n.accelerators)
     g = max(groups, key=lambda x: x.num_cpus_per_worker)
     per_node = min(g.num_workers, int(biggest.accelerators // max(g.num_accelerators_per_worker, 1e-9)) or 1)
-    resource, unit, needed, available = "CPU", "cpus", per_node * g.num_cpus_per_worker, biggest.cpus
+    resource: FitResource = "CPU"
+    unit: FitUnit = "cpus"
+    needed, available = per_node * g.num_cpus_per_worker, biggest.cpus
     if not ok:
         for idx in (1, 2, 0):
             if _pack_bundles(groups, nodes, relax=idx) is not None:
@@ -396,8 +400,8 @@ def _placement_row(groups: Sequence[PlacementGroupRequirement], nodes: Sequence[
                 break
     return FitRow(
         check="pg bundles placeable on the nodes (estimated PACK placement)",
-        resource=resource,  # type: ignore[arg-type]
-        unit=unit,  # type: ignore[arg-type]
+        resource=resource,
+        unit=unit,
         needed=needed,
         available=available,
         ok=ok,
