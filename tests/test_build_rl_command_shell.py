@@ -279,6 +279,7 @@ def _strip(env: dict[str, str]) -> dict[str, str]:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+@pytest.mark.slow
 @given(batch=st.lists(plan_inputs(), min_size=1, max_size=10))
 def test_exports_and_command_run_exactly_as_intended(lab: Path, batch: list[dict]) -> None:
     """Each plan's exports + command, in its own subshell; many plans per bash process to keep CI fast."""
@@ -312,6 +313,7 @@ def test_exports_and_command_run_exactly_as_intended(lab: Path, batch: list[dict
     port=st.integers(1024, 65535),
     host=st.sampled_from(["10.0.0.1", "head-0", "node.example.org"]),
 )
+@pytest.mark.slow
 def test_script_runs_exactly_as_intended(lab: Path, raw: dict, nodes: int, gpus: int, port: int, host: str) -> None:
     """The full head script (and the worker script): ray start, the wait loop, the RL command — nothing else."""
     args = _materialise({**raw, "nodes": nodes, "gpus_per_node": gpus, "ray_port": port, "head_address": host}, lab)

@@ -218,6 +218,7 @@ async def _file_tools(client: Client, root: Path) -> list[tuple[str, dict[str, A
     return [c for c in candidates if await reads_path(client, *c, root, enable_checks=True)]
 
 
+@pytest.mark.slow
 async def test_every_file_tool_survives_the_corpus(corpus: dict[str, Path]) -> None:
     root = next(iter(corpus.values())).parent
     failures: list[str] = []

@@ -66,6 +66,7 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+@pytest.mark.slow
 def test_ping_and_listing_answer_while_50_slow_calls_are_in_flight(tmp_path: Path) -> None:
     with (
         listening(drip) as lst,

@@ -24,6 +24,7 @@ def test_ruff(args):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(MYPY is None, reason="mypy not installed")
 def test_mypy_is_clean(tmp_path):
     """mypy over the whole package with pyproject.toml's [tool.mypy] settings (and its excludes only) reports no

@@ -203,6 +203,7 @@ def try_repo(hooks: Path, hook_id: str, cwd: Path, home: Path) -> subprocess.Com
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(PRE_COMMIT is None or shutil.which("git") is None, reason="needs pre-commit and git")
 def test_pre_commit_try_repo_flags_bad_files_and_passes_good_ones(tmp_path):
     manifest = subprocess.run(

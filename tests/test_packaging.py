@@ -59,6 +59,7 @@ def test_wheel_contents(wheel):
     assert "xtuner-rl-mcp = xtuner_rl_mcp.server.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
+@pytest.mark.slow
 def test_fresh_venv_runs_list_and_demo(wheel, tmp_path):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)

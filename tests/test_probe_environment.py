@@ -537,6 +537,7 @@ def _access(server_env: dict[str, str], trusted: tuple[str, ...] = ()) -> RayAcc
     return RayAccess.from_context(ctx)
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_token_auth_is_reported_as_auth_required(tmp_path):
     """A head with Ray 2.60 token auth: without the token the probe says 'auth required', not 'unreachable'; the
