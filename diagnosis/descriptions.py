@@ -11,9 +11,10 @@ Two signals, added per entry:
   error ...) weigh nothing.
 
 An entry then gains a share of its category's other scores: several entries of one area that all fit say more
-than one. The constants below were chosen by 5-fold cross-validation on the development part of the real-report
-corpus (``python bench/real_reports.py --cv``). Only lines a person wrote or an error/warning line take part: INFO
-and DEBUG log lines describe a healthy run as much as a broken one.
+than one. The constants below were chosen by nested 5-fold cross-validation on the development part of the
+real-report corpus (``python bench/real_reports.py --cv``). Only lines a person wrote or an error/warning line take
+part: INFO and DEBUG log lines describe a healthy run as much as a broken one. ``report_terms`` is also what the
+learned area model reads (``report_model``), and ``area_leads`` names an entry for an area it points to.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ..knowledge.search import translate_cjk
@@ -165,8 +167,6 @@ class RetrievalIndex:
     ids: tuple[str, ...]
     #: (field weight, bm25s model, term -> term id) per field
     fields: tuple[tuple[float, Any, dict[str, int]], ...]
-    #: terms that never take part: stopwords and the words of every report
-    generic: frozenset[str]
     #: terms that say something is wrong without saying what (they count in BM25, not towards MIN_SHARED_WORDS)
     trouble: frozenset[str]
     #: entry id -> its terms with their rarity across entries, to show which words a line shares with an entry
@@ -192,7 +192,7 @@ def retrieval_index(catalog: Any) -> RetrievalIndex:
         return cached[1]
     import bm25s
 
-    generic = frozenset(retrieval_terms(f"{_STOP_TEXT} {_GENERIC_WORDS}"))
+    generic = generic_terms()
     entries = catalog.entries
     texts = [_entry_field_text(fm) for fm in entries]
     fields = []
@@ -214,22 +214,32 @@ def retrieval_index(catalog: Any) -> RetrievalIndex:
     n = len(entries)
     entry_terms = {fm.id: {w: math.log(1.0 + n / df[w]) for w in ts} for fm, ts in zip(entries, per_entry, strict=True)}
     trouble = frozenset(retrieval_terms(_TROUBLE_TEXT))
-    idx = RetrievalIndex(tuple(fm.id for fm in entries), tuple(fields), generic, trouble, entry_terms)
+    idx = RetrievalIndex(tuple(fm.id for fm in entries), tuple(fields), trouble, entry_terms)
     _RETRIEVAL[id(catalog)] = (catalog, idx)
     return idx
 
 
-def _query_terms(idx: RetrievalIndex, lines: list[tuple[int, str]]) -> list[str]:
-    """Distinct telling terms of the lines; Chinese runs add their glossary English (the entries are in English)."""
+@lru_cache(maxsize=1)
+def generic_terms() -> frozenset[str]:
+    """Index terms that never take part: stopwords and the words of every report."""
+    return frozenset(retrieval_terms(f"{_STOP_TEXT} {_GENERIC_WORDS}"))
+
+
+def report_terms(lines: Iterable[tuple[int, str]]) -> list[str]:
+    """Distinct telling terms of the lines, in order; Chinese runs add their glossary English (the entries are in
+    English, and English reports then lend their statistics to Chinese ones)."""
     text = "\n".join(t for _, t in lines)
     english = " ".join(w for run in CJK_RUNS.findall(text) for w in translate_cjk(run))
-    return [t for t in dict.fromkeys(retrieval_terms(f"{text}\n{english}")) if t not in idx.generic]
+    generic = generic_terms()
+    return [t for t in dict.fromkeys(retrieval_terms(f"{text}\n{english}")) if t not in generic]
 
 
-def retrieval_scores(catalog: Any, lines: Iterable[tuple[int, str]]) -> dict[str, float]:
-    """BM25 score of every entry that shares a telling word with the lines (fields weighted and added)."""
+def retrieval_scores(
+    catalog: Any, lines: Iterable[tuple[int, str]], min_shared: int = MIN_SHARED_WORDS
+) -> dict[str, float]:
+    """BM25 score of every entry that shares ``min_shared`` telling words with the lines (fields weighted, added)."""
     idx = retrieval_index(catalog)
-    query = _query_terms(idx, list(lines))
+    query = report_terms(lines)
     total: Any = None
     for weight, model, vocab in idx.fields:
         ids = [vocab[t] for t in query if t in vocab]
@@ -244,7 +254,7 @@ def retrieval_scores(catalog: Any, lines: Iterable[tuple[int, str]]) -> dict[str
     return {
         fm_id: float(v)
         for fm_id, v in zip(idx.ids, total.tolist(), strict=True)
-        if v > 0 and sum(t in idx.entry_terms[fm_id] for t in telling) >= MIN_SHARED_WORDS
+        if v > 0 and sum(t in idx.entry_terms[fm_id] for t in telling) >= min_shared
     }
 
 
@@ -283,19 +293,34 @@ def rank_descriptions(catalog: Any, lines: Iterable[tuple[int, str]], from_log: 
         fm_id: s + CATEGORY_SHARE * (by_category[catalog.by_id[fm_id].category] - s) for fm_id, s in scores.items()
     }
     ranked = sorted(combined.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_LEADS]
-    if not ranked:
-        return []
-    best = ranked[0][1]
+    best = ranked[0][1] if ranked else 0.0
+    ranked = [(k, v) for k, v in ranked if v >= RELATIVE_FLOOR * best]
     out = []
     for fm_id, score in ranked:
-        if score < RELATIVE_FLOOR * best:
-            break
         m = phrased.get(fm_id)
         if m is not None:
             out.append(DescriptionMatch(fm_id, round(score, 3), m.phrases, m.lines))
             continue
         line = shared_words_line(catalog, lines, fm_id)
         out.append(DescriptionMatch(fm_id, round(score, 3), [], [line] if line else []))
+    return out
+
+
+def area_leads(catalog: Any, lines: list[tuple[int, str]], categories: Iterable[str]) -> list[DescriptionMatch]:
+    """For each category, the entry of it that shares the most telling words with the report (one is enough here:
+    the category itself is the lead; none when no entry of it shares a word). A lead of this kind has no score."""
+    wanted = set(categories)
+    if not wanted:
+        return []
+    best: dict[str, tuple[float, str]] = {}
+    for fm_id, score in retrieval_scores(catalog, lines, min_shared=1).items():
+        cat = catalog.by_id[fm_id].category
+        if cat in wanted and (cat not in best or (score, fm_id) > best[cat]):
+            best[cat] = (score, fm_id)
+    out = []
+    for _score, fm_id in sorted(best.values(), reverse=True):
+        line = shared_words_line(catalog, lines, fm_id)
+        out.append(DescriptionMatch(fm_id, 0.0, [], [line] if line else []))
     return out
 
 

@@ -35,7 +35,12 @@ class Diagnosis(BaseModel):
         "look_for; probe: a live check (run_probes) found it",
     )
     severity: Severity
-    confidence: float = Field(ge=0, le=1, description="How likely this is the (or a) cause, 0-1")
+    confidence: float = Field(
+        ge=0,
+        le=1,
+        description="How often findings like this were right on held-out real reports, 0-1; 0.8 or more only for "
+        "the exact message of an entry that names its cause",
+    )
     title: str
     evidence: list[Evidence]
     evidence_omitted: int = Field(description="Further matching lines not listed")

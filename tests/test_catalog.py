@@ -248,3 +248,77 @@ def test_module_entry_point_rewrites_the_doc(tmp_path, monkeypatch):
         cwd=tmp_path,
     )
     assert out.returncode == 0 and out.stdout.startswith("# Troubleshooting")
+
+
+def _git_show(path: str) -> list[str]:
+    out = subprocess.run(["git", "-C", str(MIRROR), "show", f"b934f46:{path}"], capture_output=True, text=True)
+    assert out.returncode == 0, path
+    return out.stdout.splitlines()
+
+
+def test_tracker_texts_say_tensorboard_is_needed_even_with_jsonl(catalog):
+    """rl_trainer.py imports the TensorBoard writer whatever exp_tracker says, so no entry may offer
+    exp_tracker='jsonl' as a way around a missing tensorboard, and each entry that names both says so."""
+    both = [
+        fm
+        for fm in catalog.failure_mode
+        if "jsonl" in " ".join([fm.cause, *fm.fix]) and "tensorboard" in " ".join([fm.cause, *fm.fix]).lower()
+    ]
+    assert {fm.id for fm in both} >= {"exp_tracker_unsupported", "tracker_output_missing"}
+    for fm in both:
+        text = " ".join([fm.cause, *fm.fix])
+        assert re.search(r"even with exp_tracker=.{0,2}jsonl", text), fm.id
+        assert not re.search(r"jsonl.{0,3} needs nothing|jsonl.{0,20}(avoids|without) tensorboard", text, re.I), fm.id
+        assert {"xtuner/v1/train/rl_trainer.py:21", "xtuner/v1/_writer/__init__.py:5"} <= set(fm.source), fm.id
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason="XTuner mirror not available")
+def test_the_tensorboard_import_chain_is_where_the_catalog_says():
+    assert _git_show("xtuner/v1/train/rl_trainer.py")[20] == "from xtuner.v1._writer import get_writer"
+    assert _git_show("xtuner/v1/_writer/__init__.py")[4] == "from .tb_writer import TensorboardWriter"
+    assert _git_show("xtuner/v1/_writer/tb_writer.py")[2] == "from torch.utils.tensorboard import SummaryWriter"
+
+
+def test_dapo_judger_examples_are_what_pydantic_prints(catalog):
+    """The DAPO judger's checks are asserts inside a pydantic model validator: users see a ValidationError detail
+    line 'Assertion failed, <message> [type=assertion_error, ...]', never a bare AssertionError."""
+    fm = catalog.by_id["dapo_judger_config_incomplete"]
+    assert fm.examples
+    for ex in fm.examples:
+        assert ex.strip().startswith("Assertion failed, ") and "[type=assertion_error," in ex, ex
+        assert not ex.startswith("AssertionError")
+    for bare in ("AssertionError: max_response_len is required.", "AssertionError: eos_token string must not be empty"):
+        assert not fm.matches(bare), bare
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason="XTuner mirror not available")
+def test_dapo_judger_examples_cover_every_assert_of_the_validator(catalog):
+    """Every assert message of DapoMathJudgerConfig._pack_extra_info (dapo_math.py:305-329) has an example."""
+    lines = _git_show("xtuner/v1/rl/judger/dapo_math.py")
+    block = "\n".join(lines[304:329])
+    messages = re.findall(r',\s*"([^"]{5,})"\s*$|^\s+"([^"]{5,})"\s*$', block, flags=re.M)
+    messages = [a or b for a, b in messages]
+    assert len(messages) == 7, messages
+    examples = " ".join(catalog.by_id["dapo_judger_config_incomplete"].examples)
+    fm = catalog.by_id["dapo_judger_config_incomplete"]
+    for msg in messages:
+        assert fm.matches(f"  Assertion failed, {msg} [type=assertion_error, input_value={{}}, input_type=dict]"), msg
+    assert sum(f"Assertion failed, {m}" in examples for m in messages) >= 5
+
+
+def test_eval_not_run_says_the_line_is_logged_in_colocated_runs_only(catalog):
+    fm = catalog.by_id["eval_not_run"]
+    assert "Only colocated runs log" in fm.cause and "disaggregated run skips evaluation without a log line" in fm.cause
+    assert "rl_trainer.py:1811" in fm.cause
+    assert {"xtuner/v1/train/rl_trainer.py:1811", "xtuner/v1/train/rl_trainer.py:1595"} <= set(fm.source)
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason="XTuner mirror not available")
+def test_the_skipped_evaluation_line_is_in_the_colocated_trainer_only():
+    lines = _git_show("xtuner/v1/train/rl_trainer.py")
+    hits = [i + 1 for i, line in enumerate(lines) if "Final train step reached without scheduled evaluation" in line]
+    assert hits == [1811]
+    classes = [(i + 1, line) for i, line in enumerate(lines) if line.startswith("class ")]
+    owner = max((n, line) for n, line in classes if n < 1811)
+    assert owner == (1595, "class RLColocateTrainer(BaseRLTrainer):")
+    assert any(n > 1811 and "RLDisaggregatedTrainer(" in line for n, line in classes)

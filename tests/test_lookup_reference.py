@@ -384,6 +384,30 @@ def test_glossary_longest_match_first_and_latin_kept() -> None:
     assert {"max_staleness", "sglang", "backend"} <= set(terms)
 
 
+def test_fei_gongka_is_disaggregated_not_colocated() -> None:
+    """非共卡 (XTuner's own word for the disaggregated layout) must not be read as 非 + 共卡 (colocated)."""
+    assert engine.translate_cjk("非共卡") == (engine.glossary()["非共卡"],)
+    assert "disaggregated" in engine.translate_cjk("非共卡模式怎么配置")[0]
+    for question in ("非共卡模式怎么配置", "非共卡", "非共卡模式下权重怎么同步"):
+        result = lr.run(lr.Params(query=question), RunContext())
+        assert "disaggregat" in result.query_terms and "colocat" not in result.query_terms, question
+        top = result.hits[0]
+        assert "isaggregat" in top.heading + top.passage and "Colocated" not in top.heading, (question, top.heading)
+        assert all("Colocate" not in h.heading for h in result.hits[:3]), (question, [h.heading for h in result.hits])
+    # 共卡 alone still means colocated
+    assert "colocat" in lr.run(lr.Params(query="共卡模式怎么配置"), RunContext()).query_terms
+
+
+def test_ka_zai_is_stuck_while_ka_alone_stays_gpu() -> None:
+    """卡在第一步 is "stuck at the first step", not "GPU at the first step"; 8卡 and 单卡 still mean GPUs."""
+    stuck = lr.run(lr.Params(query="训练卡在第一步"), RunContext()).query_terms
+    assert "stuck" in stuck and "gpu" not in stuck
+    both = lr.run(lr.Params(query="8卡训练卡在第一步"), RunContext()).query_terms
+    assert {"stuck", "gpu"} <= set(both)
+    assert engine.translate_cjk("显卡在哪") == (engine.glossary()["显卡"],)  # 显卡 wins over 卡在
+    assert engine.translate_cjk("单卡") == (engine.glossary()["单卡"],)
+
+
 def test_chinese_only_question_is_searchable_and_function_words_alone_are_not() -> None:
     result = lr.run(lr.Params(query="检查点保存在哪个目录？"), RunContext())
     assert result.hits and "checkpoint" in result.query_terms

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.knowledge.catalog import FailureMode, load_catalog
-from xtuner_rl_mcp.xtuner_rules import message_index as mi
+
+from . import message_index as mi
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path("/work/.mirror/InternLM+xtuner/repo")

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from ..core import RunContext, ToolInputError, ToolResult, ToolSpec, params_model_config
 from ..core.findings import Detail, Finding
 from ..diagnosis import log_scanner
-from ..diagnosis.descriptions import described_lines, is_log, rank_descriptions
+from ..diagnosis.descriptions import described_lines, is_log
 from ..diagnosis.log_scanner import Scanner
 from ..diagnosis.models import Diagnosis
 from ..diagnosis.probe_judging import judge_probes, note_cleanup_after_failure
@@ -28,8 +28,8 @@ from ..diagnosis.ranking import (
     choose_verdict,
     demote_recovered,
     rank,
+    rank_findings,
     separating_questions,
-    with_descriptions,
 )
 from ..diagnosis.report_values import report_values
 from ..diagnosis.sources import (
@@ -45,7 +45,7 @@ from ..diagnosis.sources import (
 )
 from ..diagnosis.summary import summarize
 from ..knowledge.catalog import load_catalog
-from . import check_reward_data, inspect_config, probe_environment
+from ..operations import check_reward_data, inspect_config, probe_environment
 
 # --------------------------------------------------------------------------------------------------------
 # Limits
@@ -166,17 +166,22 @@ _PROBE_CONFIRMS: dict[str, set[str]] = {
 }
 
 
-_PROBE_SPECS = {m.SPEC.name: m.SPEC for m in (probe_environment, check_reward_data, inspect_config)}
+#: The operations a diagnosis may run as probes, by tool name: (parameter model, run).
+_PROBES = {
+    "probe_environment": (probe_environment.Params, probe_environment.run),
+    "check_reward_data": (check_reward_data.Params, check_reward_data.run),
+    "inspect_config": (inspect_config.Params, inspect_config.run),
+}
 
 
 def _run_probe(tool: str, args: dict[str, Any], ctx: RunContext, diagnosed: list[Diagnosis]) -> Probe:
-    spec = _PROBE_SPECS[tool]
+    model, run_probe = _PROBES[tool]
     try:
-        params = spec.params(**args)
+        params = model(**args)
     except Exception as exc:  # a bad argument for the colleague's tool
         return Probe(tool=tool, status="failed", summary=f"{tool} refused the arguments: {_short(exc)}")
     try:
-        res = spec.run(params, ctx)
+        res = run_probe(params, ctx)
     except ToolInputError as exc:
         return Probe(tool=tool, status="failed", summary=f"{tool}: {exc.message}")
     except Exception as exc:
@@ -306,8 +311,8 @@ def run(params: Params, ctx: RunContext) -> Result:
     described = described_lines(params.text) if params.text else []
     described += [(n, t) for src, n, t, _c in scanner.unrecognized.values() if src != "text"]
     from_log = bool(listed.files) or is_log(params.text or "")
-    signature = demote_recovered(rank(catalog, scanner, values), scanner, params.text)
-    diagnosed = with_descriptions(catalog, signature, rank_descriptions(catalog, described, from_log), values, from_log)
+    ranked = rank_findings(catalog, rank(catalog, scanner, values), described, values, from_log)
+    diagnosed = demote_recovered(ranked, scanner, params.text)
     note_cleanup_after_failure(diagnosed)
     probes = _probes(params, ctx, diagnosed[: params.max_findings])
     probed = [(p.tool, f) for p in probes if p.status == "ok" for f in p.findings]
@@ -353,9 +358,9 @@ def _routes(shown: list[Diagnosis], scanner: Scanner) -> list[Route]:
 
 DESCRIPTION = (
     "Diagnoses a failed or stuck XTuner V1 RL run from pasted errors, a log file or dir, or a description in "
-    "words (English or Chinese): ranked failure modes with confidence, evidence, cause, fixes with the message's "
-    "numbers, confirming tool calls and XTuner source; unmatched errors listed. Follows chained and Ray-wrapped "
-    "tracebacks; says uncertain when two causes fit.\n"
+    "words (English or Chinese): ranked failure modes with calibrated confidence, evidence, cause, fixes with the "
+    "message's numbers, confirming tool calls and XTuner source; unmatched errors listed. Follows chained and "
+    "Ray-wrapped tracebacks; says uncertain when two causes fit.\n"
     "Use when: a run crashed or hung and you have its error text or logs.\n"
     "Not for: before launch (preflight); a run still going or finished without a crash (inspect_run); "
     "general questions (lookup_reference)."
