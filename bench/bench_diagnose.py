@@ -107,7 +107,7 @@ def bench_diagnose(size_mb: int, runs: int, work: Path, tools: list[str]) -> dic
     log(f"diagnose: building {size_mb} MB log")
     meta = build_log(path, size_mb, errors)
     res: dict[str, Any] = {"size_mb": size_mb, **meta, "patterns": len(patterns), "peers": {}, "notes": []}
-    from xtuner_rl_mcp.tools.diagnose_symptom import Params
+    from xtuner_rl_mcp.operations.diagnose_symptom import Params
 
     fields = Params.model_fields
     arg = next((a for a in ("log_path", "path", "log_file") if a in fields), None)

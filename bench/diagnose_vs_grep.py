@@ -75,7 +75,7 @@ def main() -> None:
     ap.add_argument("--dir", default=None)
     args = ap.parse_args()
     from xtuner_rl_mcp.core import PathPolicy, RunContext
-    from xtuner_rl_mcp.tools.diagnose_symptom import Params, run
+    from xtuner_rl_mcp.operations.diagnose_symptom import Params, run
 
     grep = shutil.which("grep")
     with tempfile.TemporaryDirectory(dir=args.dir) as d:

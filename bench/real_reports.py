@@ -103,7 +103,7 @@ def diagnose(report: dict) -> Outcome:
     from xtuner_rl_mcp.diagnosis.ranking import area_probabilities, evidence_kind
     from xtuner_rl_mcp.diagnosis.report_model import AGREE_P
     from xtuner_rl_mcp.knowledge.catalog import load_catalog
-    from xtuner_rl_mcp.tools.diagnose_symptom import Params, run
+    from xtuner_rl_mcp.operations.diagnose_symptom import Params, run
 
     t0 = time.perf_counter()
     res = run(Params(text=report["text"], max_findings=5, detail="summary"), RunContext())

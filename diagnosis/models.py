@@ -26,10 +26,14 @@ class ToolCall(BaseModel):
     missing: list[str] = Field(default_factory=list, description="Arguments you still have to supply")
 
 
+#: How a finding was found: an exact message, the report's wording, a live probe, or two of them.
+MatchKind = Literal["signature", "description", "signature_and_description", "probe", "description_and_probe"]
+
+
 class Diagnosis(BaseModel):
     failure_mode_id: str = Field(description="Catalog entry id (stable)")
     category: Category
-    match: Literal["signature", "description", "signature_and_description", "probe", "description_and_probe"] = Field(
+    match: MatchKind = Field(
         default="signature",
         description="signature: an exact error message; description: matching wording, a lead to confirm with "
         "look_for; probe: a live check (run_probes) found it",

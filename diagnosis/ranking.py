@@ -10,7 +10,7 @@ from ..knowledge.catalog import get_failure_mode
 from .descriptions import DescriptionMatch, area_leads, rank_descriptions, report_terms, reports_trouble
 from .descriptions import confidence as desc_confidence
 from .log_scanner import _KIND_RANK, EntryState, Scanner
-from .models import Diagnosis, Evidence, ToolCall
+from .models import Diagnosis, Evidence, MatchKind, ToolCall
 from .report_model import AGREE_P, Calibration, EvidenceKind, active_model
 from .report_values import message_fixes, recovery_lines
 
@@ -96,7 +96,7 @@ def diagnosis(
     evidence: list[Evidence],
     occurrences: int,
     values: dict[str, Any],
-    match: str = "signature",
+    match: MatchKind = "signature",
 ) -> Diagnosis:
     """One catalog entry as a finding, its confirm_with calls filled from what the caller gave."""
     return Diagnosis(
@@ -212,10 +212,10 @@ def with_descriptions(
     best = matches[0].score if matches else 0.0
     merged = list(signature)
     # An exact message of a specific entry outranks any reading of the wording (a note of context does not).
-    exact = [
+    exact_confidences = [
         d.confidence for d in signature if catalog.by_id[d.failure_mode_id].specificity >= 3 and d.severity != "info"
     ]
-    ceiling = min(exact) - 0.01 if exact else 1.0
+    ceiling = min(exact_confidences) - 0.01 if exact_confidences else 1.0
     weakest = min((d.confidence for d in signature), default=1.0) - 0.01
     for m in matches:
         conf = min(desc_confidence(m.score, best), ceiling if m.phrases and not from_log else min(ceiling, weakest))
@@ -238,10 +238,10 @@ def with_descriptions(
         # (the catalog's evidence relative to the best finding and the area model together) and by confidence
         top = max(d.confidence for d in merged) or 1.0
         for group in (others, wording):
-            evidence: dict[str, float] = {}
+            strength: dict[str, float] = {}
             for d in group:
-                evidence[d.category] = max(evidence.get(d.category, 0.0), d.confidence / top)
-            fused = {c: (1 - AREA_SHARE) * e + AREA_SHARE * area.get(c, 0.0) for c, e in evidence.items()}
+                strength[d.category] = max(strength.get(d.category, 0.0), d.confidence / top)
+            fused = {c: (1 - AREA_SHARE) * e + AREA_SHARE * area.get(c, 0.0) for c, e in strength.items()}
             group.sort(key=lambda d: (-fused[d.category], -d.confidence, order[d.severity]))
         merged = exact + others + wording
     head: list[Diagnosis] = []

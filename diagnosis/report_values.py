@@ -75,8 +75,8 @@ def report_values(text: str | None) -> dict[str, Any]:
         if 0.1 <= size <= 2000:
             out["params_b"] = int(size) if size.is_integer() else size
     if m := _WORKERS_DIVISIBLE.search(text):  # the engine size the run asked for, for choose_topology to check
-        size = "expert_parallel_size" if m.group(2) == "expert_parallel_size" else "tensor_parallel_size"
-        out[size] = int(m.group(3))
+        engine_field = "expert_parallel_size" if m.group(2) == "expert_parallel_size" else "tensor_parallel_size"
+        out[engine_field] = int(m.group(3))
     lowered = text.lower()
     named = [b for word, b in _BACKENDS if word in lowered]
     if len(named) == 1:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..core import PathPolicy, RunContext, ToolInputError, open_guarded
 from ..core.files import refusal
+from .log_scanner import Scanner
 
 CHUNK_BYTES = 8 << 20
 MAX_FILE_BYTES = 1 << 30  # per file: larger files are read from the end (the failure is at the end)
@@ -94,6 +95,44 @@ def file_chunks(paths: PathPolicy, path: Path, start: int, length: int) -> Itera
                 return
             left -= len(chunk)
             yield chunk
+
+
+@dataclass
+class ReadLogs:
+    """What :func:`scan_log_files` read: the sources, notes on partial or refused files, files left out."""
+
+    sources: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    omitted: int = 0
+
+
+def scan_log_files(scanner: Scanner, listed: LogFiles, paths: PathPolicy) -> ReadLogs:
+    """Stream listed log files (newest first) through ``scanner`` within one budget: each file at most
+    MAX_FILE_BYTES (its tail, where a failure is), all of them at most MAX_TOTAL_BYTES. The one reader of log files
+    for every tool that diagnoses them."""
+    out = ReadLogs(notes=list(listed.notes), omitted=listed.omitted)
+    budget = MAX_TOTAL_BYTES
+    for log in listed.files:
+        path, size = log.path, log.size
+        if budget <= 0:
+            out.omitted += 1
+            continue
+        start = max(0, size - min(MAX_FILE_BYTES, budget))
+        budget -= size - start
+        try:
+            scanner.scan_bytes_stream(str(path), file_chunks(paths, path, start, size - start), size - start)
+        except ToolInputError as exc:  # swapped for something refused since it was listed
+            out.notes.append(f"{path} {refusal(exc)}: not read")
+            continue
+        if start:  # line numbers are only known when the file is read from its start
+            out.notes.append(
+                f"{path}: read the last {(size - start) >> 20} MiB of {size >> 20} MiB; line numbers count from "
+                f"byte {start}"
+            )
+        out.sources.append(str(path))
+    if out.omitted:
+        out.notes.append(f"{out.omitted} more log files were not read (newest first, limits)")
+    return out
 
 
 def text_chunks(text: str) -> Iterator[bytes]:

@@ -3,21 +3,16 @@ signatures, traceback tracking and ranking behind diagnose_symptom); each remote
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import RunContext, ToolInputError
-from ..core.files import refusal
+from ..core import RunContext
 from ..diagnosis.log_scanner import Scanner
 from ..diagnosis.models import Diagnosis
 from ..diagnosis.ranking import choose_verdict, rank
-from ..diagnosis.sources import LogFiles, collect_log_files, file_chunks
+from ..diagnosis.sources import LogFiles, collect_log_files, scan_log_files, text_chunks
 from ..knowledge.catalog import load_catalog
 from .ray_logs import RemoteLog
-
-MAX_FILE_BYTES = 256 << 20  # per file: the tail (where a failure is)
-MAX_TOTAL_BYTES = 1 << 30
 
 
 @dataclass
@@ -31,12 +26,6 @@ class LogDiagnosis:
     notes: list[str] = field(default_factory=list)
 
 
-def _text_chunks(text: str) -> Iterator[bytes]:
-    data = text.encode("utf-8", "replace")
-    for i in range(0, len(data), 8 << 20):
-        yield data[i : i + (8 << 20)]
-
-
 def diagnose(logs_dir: Path | None, remote: list[RemoteLog], ctx: RunContext, evidence_cap: int) -> LogDiagnosis:
     """Scan every *.log/*.txt/*.out/*.err under ``logs_dir`` (checked inside the roots; newest first) and the remote
     tails together."""
@@ -44,27 +33,12 @@ def diagnose(logs_dir: Path | None, remote: list[RemoteLog], ctx: RunContext, ev
     scanner = Scanner(catalog, evidence_cap, limits=ctx.limits)
     out = LogDiagnosis()
     listed = collect_log_files(logs_dir, ctx) if logs_dir is not None else LogFiles()
-    out.sources_omitted = listed.omitted
-    out.notes = listed.notes
-    budget = MAX_TOTAL_BYTES
-    for log in listed.files:
-        if budget <= 0:
-            out.sources_omitted += 1
-            continue
-        start = max(0, log.size - min(MAX_FILE_BYTES, budget))
-        budget -= log.size - start
-        try:
-            scanner.scan_bytes_stream(
-                str(log.path), file_chunks(ctx.paths, log.path, start, log.size - start), log.size - start
-            )
-        except ToolInputError as exc:  # swapped for something refused since it was listed
-            out.notes.append(f"{log.path} {refusal(exc)}: not read")
-            continue
-        out.sources.append(str(log.path))
+    read = scan_log_files(scanner, listed, ctx.paths)
+    out.sources, out.notes, out.sources_omitted = read.sources, read.notes, read.omitted
     for remote_log in remote:
         source = f"{remote_log.node_ip}:{remote_log.filename}"
         data = remote_log.text
-        scanner.scan_bytes_stream(source, _text_chunks(data), len(data.encode("utf-8", "replace")))
+        scanner.scan_bytes_stream(source, text_chunks(data), len(data.encode("utf-8", "replace")))
         out.sources.append(source)
     values = {
         "log_path": str(logs_dir) if logs_dir else None,

@@ -14,7 +14,7 @@ from xtuner_rl_mcp.diagnosis.descriptions import phrase_index
 from xtuner_rl_mcp.diagnosis.ranking import LEAD_CAP
 from xtuner_rl_mcp.knowledge.catalog import load_catalog
 from xtuner_rl_mcp.knowledge.text import contains_phrase, normalise, stem, terms
-from xtuner_rl_mcp.tools.diagnose_symptom import Params, run
+from xtuner_rl_mcp.operations.diagnose_symptom import Params, run
 
 
 def _diag(text: str, **kw):
@@ -249,7 +249,7 @@ def test_retrieval_libraries_load_on_first_ranking_and_write_nothing(tmp_path):
     code = (
         "import sys, json\n"
         "from xtuner_rl_mcp.core import RunContext\n"
-        "from xtuner_rl_mcp.tools.diagnose_symptom import Params, run\n"
+        "from xtuner_rl_mcp.operations.diagnose_symptom import Params, run\n"
         "libs = ['bm25s', 'rjieba', 'Stemmer', 'numpy']\n"
         "before = [m for m in libs if m in sys.modules]\n"
         "run(Params(text='训练卡住了 the rollout hangs with tensor parallel'), RunContext())\n"

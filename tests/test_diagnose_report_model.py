@@ -18,7 +18,7 @@ from xtuner_rl_mcp.diagnosis import ranking
 from xtuner_rl_mcp.diagnosis.descriptions import described_lines, report_terms
 from xtuner_rl_mcp.diagnosis.report_model import MODEL_PATH, Calibration, ReportModel, shipped_model, using
 from xtuner_rl_mcp.knowledge.catalog import load_catalog
-from xtuner_rl_mcp.tools.diagnose_symptom import Params, run
+from xtuner_rl_mcp.operations.diagnose_symptom import Params, run
 
 REPO = Path(__file__).resolve().parents[1]
 

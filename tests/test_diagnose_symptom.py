@@ -20,7 +20,7 @@ from xtuner_rl_mcp.diagnosis.probe_judging import judge_probes
 from xtuner_rl_mcp.diagnosis.ranking import choose_verdict
 from xtuner_rl_mcp.diagnosis.report_values import report_values
 from xtuner_rl_mcp.knowledge.catalog import load_catalog
-from xtuner_rl_mcp.tools.diagnose_symptom import Params, run
+from xtuner_rl_mcp.operations.diagnose_symptom import Params, run
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "logs"
 X = "/mnt/xtuner/xtuner/v1"

@@ -24,8 +24,7 @@ from typing import Any
 import anyio
 import pytest
 from xtuner_rl_mcp.core import CallCancelled, CallLimits, PathPolicy, RunContext
-from xtuner_rl_mcp.operations import check_reward_data
-from xtuner_rl_mcp.tools import diagnose_symptom, inspect_run
+from xtuner_rl_mcp.operations import check_reward_data, diagnose_symptom, inspect_run
 
 from .hostile_support import result_text
 from .run_dir_generator import RunSpec, generate

@@ -28,8 +28,7 @@ from xtuner_rl_mcp.cluster.http_get import HttpAuthError, HttpError, HttpTarget,
 from xtuner_rl_mcp.cluster.ray_address import ADDRESS_NOT_ALLOWED, RayAccess, parse_endpoint
 from xtuner_rl_mcp.core import CallLimits, OperatorPolicy, PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.core.limits import CallCancelled
-from xtuner_rl_mcp.operations import check_reward_data, choose_topology, probe_environment
-from xtuner_rl_mcp.tools import inspect_run
+from xtuner_rl_mcp.operations import check_reward_data, choose_topology, inspect_run, probe_environment
 
 from .conftest import make_server
 from .hostile_support import structured_error

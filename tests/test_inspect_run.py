@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.knowledge.catalog import load_catalog, tomllib
+from xtuner_rl_mcp.operations import inspect_run as tool
 from xtuner_rl_mcp.runs import findings, tensorboard, trajectories
-from xtuner_rl_mcp.tools import inspect_run as tool
 
 from .run_dir_generator import RunSpec, generate
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
+from xtuner_rl_mcp.operations import inspect_run as tool
 from xtuner_rl_mcp.runs import analysis, tracker, trajectories
-from xtuner_rl_mcp.tools import inspect_run as tool
 
 from .run_dir_generator import DEMO_DIR, DEMO_NOW, DEMO_SPEC, RunSpec, generate
 

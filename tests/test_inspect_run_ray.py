@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.core import PathPolicy, RunContext
-from xtuner_rl_mcp.tools import inspect_run as tool
+from xtuner_rl_mcp.operations import inspect_run as tool
 
 from .ray_cluster import HEAD_IP, WORKER_IP, dead_address
 from .run_dir_generator import RunSpec, generate
