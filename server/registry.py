@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import importlib
 
+from .. import TOOLS
 from ..core import ToolSpec
 
-#: One module under tools/ per tool; each defines ``SPEC: ToolSpec``.
-TOOL_MODULES: tuple[str, ...] = (
-    "build_rl_command",
-    "choose_topology",
-    "lookup_reference",
-    "inspect_config",
-    "probe_environment",
-    "check_reward_data",
-    "preflight",
-    "diagnose_symptom",
-    "inspect_run",
-)
+#: One module under tools/ per tool, in the order they are listed; each defines ``SPEC: ToolSpec`` (the same names
+#: are the Python API's functions).
+TOOL_MODULES: tuple[str, ...] = TOOLS
 
 
 def load_specs() -> list[ToolSpec]:
