@@ -8,16 +8,17 @@ import xtuner_rl_mcp.cluster.fit as _m5
 import xtuner_rl_mcp.operations.build_rl_command as _m0
 import xtuner_rl_mcp.operations.check_reward_data as _m6
 import xtuner_rl_mcp.operations.choose_topology as _m1
+import xtuner_rl_mcp.operations.diagnose_symptom as _m8
 import xtuner_rl_mcp.operations.inspect_config as _m3
+import xtuner_rl_mcp.operations.inspect_run as _m9
 import xtuner_rl_mcp.operations.lookup_reference as _m2
 import xtuner_rl_mcp.operations.preflight as _m7
 import xtuner_rl_mcp.operations.probe_environment as _m4
-import xtuner_rl_mcp.tools.diagnose_symptom as _m8
-import xtuner_rl_mcp.tools.inspect_run as _m9
 
 __version__: str
 XTUNER_COMMIT: str
 XTUNER_COMMIT_SHORT: str
+TOOLS: tuple[str, ...]
 __all__ = [
     "XTUNER_COMMIT",
     "XTUNER_COMMIT_SHORT",

@@ -28,20 +28,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from . import TOOLS
 from .core import CallLimits, PathPolicy, RunContext
 
-#: Each tool's module (``Params``, ``Result``, ``run``): its operation, or the tool module for the two without one.
-MODULES: dict[str, str] = {
-    "build_rl_command": "operations.build_rl_command",
-    "choose_topology": "operations.choose_topology",
-    "lookup_reference": "operations.lookup_reference",
-    "inspect_config": "operations.inspect_config",
-    "probe_environment": "operations.probe_environment",
-    "check_reward_data": "operations.check_reward_data",
-    "preflight": "operations.preflight",
-    "diagnose_symptom": "tools.diagnose_symptom",
-    "inspect_run": "tools.inspect_run",
-}
+#: Each tool's operation module (``Params``, ``Result``, ``run``).
+MODULES: dict[str, str] = {name: f"operations.{name}" for name in TOOLS}
 
 Roots = Sequence["str | os.PathLike[str]"]
 #: The keywords every function takes besides its tool's parameters (no tool has a parameter of these names).
@@ -122,6 +113,7 @@ def render_stub() -> str:
         "__version__: str",
         "XTUNER_COMMIT: str",
         "XTUNER_COMMIT_SHORT: str",
+        "TOOLS: tuple[str, ...]",
         "__all__ = [",
         *(f'    "{name}",' for name in sorted(["XTUNER_COMMIT", "XTUNER_COMMIT_SHORT", "__version__", *MODULES])),
         "]",
