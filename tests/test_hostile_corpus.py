@@ -31,7 +31,6 @@ from .hostile_support import (
     reads_path,
     refused_with,
     reproducer,
-    structured_error,
     with_full_detail,
 )
 
@@ -196,10 +195,6 @@ def test_corpus_is_large_and_varied(corpus: dict[str, Path]) -> None:
     assert kinds <= set(corpus)
 
 
-#: (tool, corpus member) pairs that crash today; each has a strict xfail below with the reason and reproducer.
-KNOWN_CRASHES: dict[tuple[str, str], str] = {}
-
-
 def _head(path: Path, limit: int = 1 << 20) -> bytes:
     """The first bytes of a corpus member (what a tool may legitimately quote back), or nothing if unreadable."""
     try:
@@ -228,8 +223,6 @@ async def test_every_file_tool_survives_the_corpus(corpus: dict[str, Path]) -> N
             pytest.skip("no registered tool takes a path argument yet")
         for tool, schema, arg, is_list in targets:
             for name, path in corpus.items():
-                if (tool, name) in KNOWN_CRASHES:
-                    continue  # covered by test_known_crashes (strict xfail) so that a fix shows up there
                 value = [str(path)] if is_list else str(path)
                 args = minimal_arguments(schema, arg, value, enable_checks=True)
                 try:
@@ -287,21 +280,3 @@ async def test_permission_denied_is_structured(corpus: dict[str, Path]) -> None:
             result = await client.call_tool(tool, args)
             text = result.content[0].text
             assert "path_permission_denied" in text, f"{reproducer(tool, args)} -> {text[:300]}"
-
-
-@pytest.mark.parametrize(
-    "tool,member",
-    [pytest.param(t, m, marks=pytest.mark.xfail(strict=True, reason=why)) for (t, m), why in KNOWN_CRASHES.items()],
-)
-async def test_known_crashes(corpus: dict[str, Path], tool: str, member: str) -> None:
-    root = corpus[member].parent
-    async with Client(make_server(root.parent), raise_exceptions=True) as client:
-        schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
-        if tool not in schemas:
-            pytest.skip(f"{tool} is not registered")
-        (arg, is_list), *_ = path_arguments(schemas[tool])
-        args = minimal_arguments(schemas[tool], arg, [str(corpus[member])] if is_list else str(corpus[member]))
-        with anyio.fail_after(CALL_TIMEOUT_S):
-            result = await client.call_tool(tool, args)
-        err = structured_error(result)
-        assert err is None or err["code"] != "internal_error", f"{reproducer(tool, args)} -> {err}"
