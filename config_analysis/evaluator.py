@@ -65,8 +65,11 @@ class Evaluation:
 class ConfigEvaluator:
     """Evaluate a module's top-level statements; see the module docstring for the value kinds."""
 
-    def __init__(self, env: dict[str, str] | None, lines: list[str] | None = None) -> None:
+    def __init__(
+        self, env: dict[str, str] | None, lines: list[str] | None = None, unknown_env: frozenset[str] = frozenset()
+    ) -> None:
         self.env = env
+        self.unknown_env = unknown_env  # set at launch, to a value not known statically (a launch env file's)
         self.lines = lines
         self.scope: dict[str, Val] = {}
         self.bound_at: dict[str, int] = {}
@@ -425,10 +428,13 @@ class ConfigEvaluator:
 
     def _env_value(self, node: ast.expr, name: str, *, required: bool, default: ast.expr | None) -> Val:
         value = self.env.get(name) if self.env is not None else None
-        supplied = value is not None
+        supplied = value is not None or name in self.unknown_env
         self.env_lookups.append((name, node.lineno, required, supplied, self._conditional_depth > 0))
         if value is not None:
             return Lit(node.lineno, self.text(node), (name,), (), value=value)
+        if name in self.unknown_env:
+            why = f"env var {name} is set by the launch env file to a value not known statically"
+            return Unres(node.lineno, self.text(node), (name,), (), reason=why)
         if required:
             why = "not in the supplied env" if self.env is not None else "no env supplied"
             return Unres(node.lineno, self.text(node), (name,), (), reason=f"required env var {name} ({why})")
@@ -601,7 +607,10 @@ def assigned_names(node: ast.AST) -> list[str]:
     return out
 
 
-def evaluate(tree: ast.Module, env: dict[str, str] | None, source: str | None = None) -> Evaluation:
-    """Evaluate a parsed config module (``source``, when given, is used for the expression texts)."""
+def evaluate(
+    tree: ast.Module, env: dict[str, str] | None, source: str | None = None, unknown_env: frozenset[str] = frozenset()
+) -> Evaluation:
+    """Evaluate a parsed config module (``source``, when given, is used for the expression texts); ``unknown_env``:
+    names the launch sets to values not known statically (their reads stay unresolved, but are not missing)."""
     lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n") if source is not None else None
-    return ConfigEvaluator(env, lines).run(tree)
+    return ConfigEvaluator(env, lines, unknown_env).run(tree)

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..core import Finding
 from ..core.findings import Category, Owner, Severity
+from .env_fixes import EnvFixer
 from .evaluator import Evaluation
 from .patches import SourcePatcher
 from .report import REF, Setting
@@ -19,13 +20,20 @@ class Ctx:
     """State shared by the rules of one analysis."""
 
     def __init__(
-        self, path: str, ev: Evaluation, env: dict[str, str] | None, patcher: SourcePatcher | None = None
+        self,
+        path: str,
+        ev: Evaluation,
+        env: dict[str, str] | None,
+        patcher: SourcePatcher | None = None,
+        env_fix: EnvFixer | None = None,
     ) -> None:
         self.path = path
         self.name = path.rsplit("/", 1)[-1]
         self.ev = ev
         self.env = env
         self.patcher = patcher
+        self.env_fix = env_fix  # fixes in the launch env file, when the planned env came from one
+        self.patch_notes: dict[str, str] = {}  # patch -> what the finding's evidence adds about it
         self.findings: list[Finding] = []
         self.unchecked: list[str] = []
         self.settings: list[Setting] = []
@@ -36,9 +44,19 @@ class Ctx:
         """A diff giving ``name`` the value ``value``: set where written, inserted when the config leaves it out."""
         if self.patcher is None:
             return None
-        if name in obj.kwargs:
-            return self.patcher.diff([self.patcher.set_keyword(obj, name, value)])
-        return self.patcher.diff(self.patcher.insert_keyword(obj, name, value))
+        if name not in obj.kwargs:
+            return self.patcher.diff(self.patcher.insert_keyword(obj, name, value))
+        patch = self.patcher.diff([self.patcher.set_keyword(obj, name, value)])
+        if patch is None and self.env_fix is not None:  # the value comes from the environment: the env file's line
+            return self.noted(self.env_fix.value(self.ev, obj, name, value))
+        return patch
+
+    def noted(self, made: tuple[str, str] | None) -> str | None:
+        """The diff of an env-file fix, remembering the note its finding's evidence carries."""
+        if made is None:
+            return None
+        self.patch_notes[made[0]] = made[1]
+        return made[0]
 
     def remove(self, obj: Obj, name: str) -> str | None:
         """A diff deleting keyword ``name`` from ``obj``'s call (XTuner's default applies)."""
@@ -66,6 +84,8 @@ class Ctx:
         owner: Owner = "config_edit",
         patch: str | None = None,
     ) -> None:
+        if patch is not None and patch in self.patch_notes:
+            evidence = f"{evidence} {self.patch_notes[patch]}".strip()
         self.findings.append(
             Finding(
                 id=fid,

@@ -13,6 +13,7 @@ from typing import TypedDict
 
 from ..core import Finding, dedupe_findings, sort_findings
 from ..xtuner_rules import classes as xc
+from .env_fixes import EnvFileUse, EnvFixer
 from .env_reads import EnvRead
 from .field_values import field_val
 from .patches import SourcePatcher
@@ -84,10 +85,11 @@ def not_python_finding(real: str, suffix: str) -> Finding:
     )
 
 
-def analyse(view: ConfigView, patch_path: str | None = None) -> Analysis:
+def analyse(view: ConfigView, patch_path: str | None = None, env_file: EnvFileUse | None = None) -> Analysis:
     """Apply XTuner's rules to a config read once (:mod:`.view`); returns the pieces of a Result (used by preflight
     too). Runs inside the class table the view was evaluated with. Fixes that are an exact edit carry a diff whose
-    header names ``patch_path`` (default the file name)."""
+    header names ``patch_path`` (default the file name); with ``env_file`` (the launch env file the planned env was
+    read from), fixes of the environment are diffs of that file."""
     name = view.name
     if view.syntax is not None:
         f = load_error(
@@ -108,7 +110,14 @@ def analyse(view: ConfigView, patch_path: str | None = None) -> Analysis:
         )
         return {"findings": [f], "trainer_found": False, "mode": "unknown"}
     ev = view.evaluation
-    c = Ctx(view.path or name, ev, dict(view.env) if view.env is not None else None, SourcePatcher.of(view, patch_path))
+    env_fix = EnvFixer(view, env_file) if env_file is not None else None
+    c = Ctx(
+        view.path or name,
+        ev,
+        dict(view.env) if view.env is not None else None,
+        SourcePatcher.of(view, patch_path),
+        env_fix,
+    )
     env = c.env
     check_env(c)
     check_objects(c)

@@ -90,6 +90,7 @@ class ConfigView:
     path: str | None = None  # resolved path (None for text given directly)
     source: str = ""
     env: Mapping[str, str] | None = None  # the planned env the values were evaluated with (None: unresolved)
+    env_unknown: frozenset[str] = frozenset()  # set at launch to values not known statically (launch env file)
     read: bool = True  # False: the file could not be read at all (see unread_reason)
     unread_reason: str = ""
     syntax: SyntaxProblem | None = None  # when the file is not valid Python
@@ -199,17 +200,21 @@ def read_source(raw: str, paths: PathPolicy, what: str = "config") -> tuple[str,
 
 
 def read_view(
-    raw: str, paths: PathPolicy, env: Mapping[str, str] | None, classes: dict[str, xc.C] | None = None
+    raw: str,
+    paths: PathPolicy,
+    env: Mapping[str, str] | None,
+    classes: dict[str, xc.C] | None = None,
+    env_unknown: frozenset[str] = frozenset(),
 ) -> ConfigView:
     """The one reader of a config file: read it (inside the roots, capped), parse and evaluate it once with ``env``
-    against the class table ``classes`` (None: b934f46's). A file that is not ``.py`` or cannot be read raises
-    :class:`ToolInputError`."""
+    against the class table ``classes`` (None: b934f46's); ``env_unknown``: names the launch sets to values not
+    known statically. A file that is not ``.py`` or cannot be read raises :class:`ToolInputError`."""
     if os.path.splitext(raw)[1] != ".py":
         raise ToolInputError(
             "config_not_python", f"config {raw!r} is not a .py file", "Pass the Python RL config the CLI loads."
         )
     real, text = read_source(raw, paths)
-    return view_of_source(real.rsplit("/", 1)[-1], text, env, classes, path=real)
+    return view_of_source(real.rsplit("/", 1)[-1], text, env, classes, path=real, env_unknown=env_unknown)
 
 
 def unread_view(raw: str, why: str) -> ConfigView:
@@ -223,10 +228,11 @@ def view_of_source(
     env: Mapping[str, str] | None,
     classes: dict[str, xc.C] | None = None,
     path: str | None = None,
+    env_unknown: frozenset[str] = frozenset(),
 ) -> ConfigView:
     """Parse and evaluate config text once and take every fact from that one evaluation."""
     env_copy = dict(env) if env is not None else None
-    base = ConfigView(name=name, path=path, source=source, env=env_copy)
+    base = ConfigView(name=name, path=path, source=source, env=env_copy, env_unknown=env_unknown)
     try:
         tree = ast.parse(source, filename=name)
     except SyntaxError as exc:
@@ -237,7 +243,7 @@ def view_of_source(
         why = f"config could not be parsed ({type(exc).__name__})"
         return replace(base, read=False, unread_reason=why, plan_why_not=why)
     with xc.use_table(classes):
-        ev = evaluate(tree, env_copy, source)
+        ev = evaluate(tree, env_copy, source, env_unknown)
         facts = trainer_facts(tree, source, ev.env_reads)
         trainer = ev.scope.get("trainer")
         if not isinstance(trainer, Obj):

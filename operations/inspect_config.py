@@ -10,10 +10,15 @@ prevents and where XTuner raises it (``path:line`` at ``InternLM/xtuner@b934f46`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from ..cluster.xtuner_install import BUILTIN, XtunerClasses, annotate, load_installed
+from ..config_analysis.env_fixes import EnvFileUse
 from ..config_analysis.env_reads import EnvRead
+from ..config_analysis.launch_env import read_env_file
 from ..config_analysis.patches import patch_label
 from ..config_analysis.report import CPUPool, ResourcePool, Setting, TaskInfo
 from ..config_analysis.rules import Analysis, analyse, not_python_finding
@@ -31,13 +36,16 @@ class Params(BaseModel):
     path: str = Field(description="RL config file (.py)")
     env: dict[str, str] | None = Field(
         default=None,
-        description="Planned env for os.environ reads (missing required: blocker); omitted: unresolved",
+        description="Planned env for os.environ reads (missing required: blocker)",
+    )
+    env_file: str | None = Field(default=None, description="Launch script/.env (never run): env under `env`")
+    backend: Literal["lmdeploy", "sglang"] | None = Field(
+        default=None, description="Installed: fixes its flag in env_file"
     )
     training_env: str | None = Field(
         default=None,
         max_length=4096,
-        description="Check against this XTuner, not b934f46: env directory ($VIRTUAL_ENV/$CONDA_PREFIX) or XTuner "
-        "checkout; read, never run",
+        description="This XTuner, not b934f46: env dir or checkout (read, never run)",
     )
     detail: Detail = Field(default="normal", description="normal: + settings, tasks, env vars; full: larger caps")
 
@@ -48,6 +56,25 @@ class EnvVarRead(BaseModel):
     default: str | None = Field(default=None, description="Source text of the default for get/getenv reads")
     line: int = Field(description="Line in the config file")
     supplied: bool | None = Field(default=None, description="Whether `env` supplied it (null when no env was given)")
+
+
+class EnvFileRead(BaseModel):
+    path: str = Field(description="Resolved env file path")
+    kind: Literal["shell", "dotenv"]
+    variables: int = Field(description="Exported variables with a value known statically")
+    unresolved: dict[str, str] = Field(default_factory=dict, description="Exported, value unknown: name -> why")
+    not_exported: list[str] = Field(default_factory=list, description="Set by the script but never exported")
+    notes: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PlannedEnv:
+    """The planned env of one check: the env file's exports with the explicit env on top."""
+
+    env: dict[str, str] | None = None
+    unknown: frozenset[str] = frozenset()  # the file sets them to values not known statically
+    use: EnvFileUse | None = None
+    read: EnvFileRead | None = None
 
 
 class Result(ToolResult):
@@ -76,6 +103,7 @@ class Result(ToolResult):
         default_factory=list, description="Rules skipped for an unresolved value (rule: reason)"
     )
     unchecked_omitted: int = 0
+    env_file: EnvFileRead | None = Field(default=None, description="What the launch env file sets, statically")
     xtuner_classes: XtunerClasses = Field(default=BUILTIN, description="Which XTuner's config classes were used")
     effective_staleness: Staleness | None = Field(default=None, description="Steps a sample may lag the weights")
 
@@ -107,10 +135,14 @@ InstalledClasses = tuple[dict[str, xc.C] | None, XtunerClasses]
 
 
 def run(
-    params: Params, ctx: RunContext, view: ConfigView | None = None, classes: InstalledClasses | None = None
+    params: Params,
+    ctx: RunContext,
+    view: ConfigView | None = None,
+    classes: InstalledClasses | None = None,
+    planned: PlannedEnv | None = None,
 ) -> Result:
-    """Apply XTuner's rules to the config; ``view`` / ``classes``: the config and class table a caller has already
-    read (preflight reads them once for all its checks)."""
+    """Apply XTuner's rules to the config; ``view`` / ``classes`` / ``planned``: the config, class table and planned
+    env a caller has already read (preflight reads them once for all its checks)."""
     name = params.path.rsplit("/", 1)[-1]
     suffix = name.rsplit(".", 1)[-1] if "." in name else ""
     if suffix != "py":  # XTuner compares Path.suffix with ".py" exactly (xtuner/v1/utils/config.py:17)
@@ -126,12 +158,15 @@ def run(
             findings=[f],
         )
     rows, used = classes if classes is not None else classes_for(params.training_env, ctx)
+    if planned is None:
+        planned = planned_env(params.env, params.env_file, params.backend, ctx)
     if view is None:
-        view = read_view(params.path, ctx.paths, params.env, rows)
+        view = read_view(params.path, ctx.paths, planned.env, rows, planned.unknown)
     with xc.use_table(rows):
-        data = analyse(view, patch_label(view.path, ctx.paths.roots, view.name))
+        data = analyse(view, patch_label(view.path, ctx.paths.roots, view.name), planned.use)
     data["findings"] = staged(annotate(data["findings"], used, rows or xc.CLASSES))
-    res = build_result(view.path or params.path, data, params)
+    res = build_result(view.path or params.path, data, params, planned.env)
+    res.env_file = planned.read
     res.xtuner_classes = used
     res.effective_staleness = effective_staleness(view)
     if res.effective_staleness is not None:
@@ -140,6 +175,28 @@ def run(
         changed = f", {len(used.differences) + used.differences_omitted} class(es) differ from b934f46"
         res.summary += f"; checked against the {used.label}{changed if used.differences else ''}"
     return res
+
+
+def planned_env(env: dict[str, str] | None, env_file: str | None, backend: str | None, ctx: RunContext) -> PlannedEnv:
+    """The env file's exports (read statically through the guarded reader) with ``env`` on top; names the file
+    sets to values not known statically stay unresolved unless ``env`` gives them."""
+    if env_file is None:
+        return PlannedEnv(env=env)
+    f = read_env_file(env_file, ctx.paths)
+    explicit = env or {}
+    planned = {**f.values, **explicit}
+    unknown = frozenset(n for n in f.unresolved if n not in explicit)
+    label = patch_label(f.path, ctx.paths.roots, f.name)
+    use = EnvFileUse(f, label, frozenset(explicit), backend)
+    read = EnvFileRead(
+        path=f.path or f.name,
+        kind=f.kind,
+        variables=len(f.values),
+        unresolved=dict(list(f.unresolved.items())[:DEFAULT_LIST_CAP]),
+        not_exported=sorted(f.shell_only)[:DEFAULT_LIST_CAP],
+        notes=list(f.notes[:DEFAULT_LIST_CAP]),
+    )
+    return PlannedEnv(env=planned, unknown=unknown, use=use, read=read)
 
 
 def classes_for(training_env: str | None, ctx: RunContext) -> InstalledClasses:
@@ -153,7 +210,7 @@ def classes_for(training_env: str | None, ctx: RunContext) -> InstalledClasses:
     return (rows if used.used == "installed" else None), used
 
 
-def build_result(real: str, data: Analysis, params: Params) -> Result:
+def build_result(real: str, data: Analysis, params: Params, env: dict[str, str] | None) -> Result:
     findings: list[Finding] = data["findings"]
     limit = {"summary": DEFAULT_LIST_CAP, "normal": DEFAULT_LIST_CAP, "full": 500}[params.detail]
     counts = count_severities(findings)
@@ -162,7 +219,7 @@ def build_result(real: str, data: Analysis, params: Params) -> Result:
     )
     shown_f, f_omitted = cap(shown, limit)
     f_omitted += len(findings) - len(shown)
-    rows = env_var_rows(data.get("env_reads", []), params.env)
+    rows = env_var_rows(data.get("env_reads", []), env)
     required = sorted({r.name for r in rows if r.required and r.name})
     verdict = "blocked" if counts["blocker"] else "ok"
     mode = data.get("mode", "unknown")

@@ -22,11 +22,13 @@ from ..cluster.env import Backend
 from ..cluster.packages import PackagesReport, training_packages
 from ..cluster.ray_address import RayAccess
 from ..cluster.xtuner_install import BUILTIN
+from ..config_analysis.env_fixes import EnvFileUse
 from ..config_analysis.view import ConfigView, read_view, unread_view
 from ..core import Detail, RunContext, ToolInputError, ToolResult, params_model_config
 from ..core.findings import DEFAULT_LIST_CAP, Finding, Owner, cap, count_severities
 from ..launch import readiness
 from ..launch.plan import OWNED_ENV
+from ..launch.shell import check_env_name, check_value
 from ..xtuner_rules.ray_need import RayNeed
 from . import build_rl_command, check_reward_data, inspect_config, probe_environment
 
@@ -46,27 +48,24 @@ class Params(BaseModel):
     config: str = Field(description="RL config file (.py)")
     data_path: str | None = Field(
         default=None,
-        description="Training JSONL (file, dir, glob) → DATA_PATH; default the config's, else env",
+        description="Train JSONL (file, dir, glob) → DATA_PATH; default config's, else env",
     )
     eval_data_path: str | None = Field(
-        default=None, description="Eval JSONL → EVAL_DATA_PATH; default the config's, else env"
+        default=None, description="Eval JSONL → EVAL_DATA_PATH; default config's, else env"
     )
-    backend: Backend | None = Field(
-        default=None, description="Sets XTUNER_USE_<BACKEND>=1; default from `env` (none: blocker)"
-    )
+    backend: Backend | None = Field(default=None, description="Sets XTUNER_USE_<BACKEND>=1; default from env")
     model_path: str | None = Field(default=None, description="→ MODEL_PATH")
     work_dir: str | None = Field(default=None, description="→ WORK_DIR and --work-dir")
     num_workers: int | None = Field(
-        default=None, ge=1, le=100_000, description="--num-workers (colocated); default the config's"
+        default=None, ge=1, le=100_000, description="--num-workers (colocated); default config's"
     )
     ray_address: str | None = Field(default=None, max_length=500, description="host:port; default local")
-    env: dict[str, str] | None = Field(
-        default=None, description="Planned launch env; parameters above added unless set"
-    )
-    probe_cluster: bool = Field(default=True, description="Probe Ray and the fit (false: files, packages, env only)")
+    env: dict[str, str] | None = Field(default=None, description="Planned env; parameters above added unless set")
+    env_file: str | None = Field(default=None, description="Launch script/.env (never run): env under `env`")
+    probe_cluster: bool = Field(default=True, description="Probe Ray and the fit")
     cluster: Literal["auto", "plan_starts_ray", "running"] = Field(
         default="auto",
-        description="plan_starts_ray: the script starts Ray; running: must be up; auto: running if an address is set",
+        description="plan_starts_ray | running (must be up) | auto: running if an address is set",
     )
     training_env: str | None = Field(
         default=None, max_length=4096, description=probe_environment.TRAINING_ENV_HELP + "; default this server's"
@@ -186,7 +185,9 @@ def run(params: Params, ctx: RunContext) -> Result:
         "EVAL_DATA_PATH": params.eval_data_path,
         "WORK_DIR": params.work_dir,
     }
-    env, added, backend = readiness.planned_env(paths, params.backend, params.env)
+    from_file = inspect_config.planned_env(params.env, params.env_file, params.backend, ctx)
+    env, added, backend = readiness.planned_env(paths, params.backend, from_file.env)
+    planned = replace(from_file, env=env, unknown=from_file.unknown - set(env))
     mode = cluster_mode(params, env)
     pkgs = (
         training_packages(params.training_env, ctx, run_interpreter=params.run_interpreter, timeout=20.0)
@@ -196,7 +197,7 @@ def run(params: Params, ctx: RunContext) -> Result:
     xt = pkgs.xtuner.location if pkgs is not None and pkgs.xtuner is not None and pkgs.xtuner.v1_rl else None
     classes = inspect_config.classes_for(xt, ctx) if xt else (None, BUILTIN)
     r = Runner(ctx, total=5)
-    view, insp = _inspect(r, params, env, classes)
+    view, insp = _inspect(r, params, planned, classes)
     workers = params.num_workers
     need = view.ray_need(workers, nodes=1, accelerators_per_node=8) if view.read else None
     _check_data(r, params, insp, env)
@@ -207,7 +208,7 @@ def run(params: Params, ctx: RunContext) -> Result:
             where = "the training environment" if pkgs is not None else "this server's Python"
             r.findings.append(("probe_environment", readiness.no_backend_finding("xtuner" in installed, where)))
     python_word = pkgs.python.executable if pkgs is not None and pkgs.python is not None else None
-    build = _build(r, params, view, env, backend, python_word)
+    build = _build(r, params, view, env, backend, python_word, from_file.use)
     ctx.progress(float(r.total), float(r.total), "done")
 
     merged = readiness.staged(readiness.model_read_at_load(readiness.merge(r.findings, set(r.results)), view))
@@ -222,22 +223,32 @@ def run(params: Params, ctx: RunContext) -> Result:
 
 
 def _inspect(
-    r: Runner, params: Params, env: dict[str, str], classes: inspect_config.InstalledClasses
+    r: Runner, params: Params, planned: inspect_config.PlannedEnv, classes: inspect_config.InstalledClasses
 ) -> tuple[ConfigView, inspect_config.Result | None]:
     """Read the config once, as the launch will evaluate it, and run inspect_config on that view; an unreadable
     config is inspect_config's input error and a view saying why for the other checks."""
     holder: list[ConfigView] = []
 
     def inspect(c: RunContext) -> inspect_config.Result:
-        iparams = inspect_config.Params(path=params.config, env=env, detail="full")
+        iparams = inspect_config.Params(path=params.config, env=planned.env, detail="full")
         if not params.config.endswith(".py"):  # inspect_config explains what XTuner does with other suffixes
-            return inspect_config.run(iparams, c, classes=classes)
-        holder.append(read_view(params.config, c.paths, env, classes[0]))
-        return inspect_config.run(iparams, c, view=holder[0], classes=classes)
+            return inspect_config.run(iparams, c, classes=classes, planned=planned)
+        holder.append(read_view(params.config, c.paths, planned.env, classes[0], planned.unknown))
+        return inspect_config.run(iparams, c, view=holder[0], classes=classes, planned=planned)
 
     insp = r.run("inspect_config", inspect, "config_edit")
     view = holder[0] if holder else unread_view(params.config, "the config could not be read (see inspect_config)")
     return view, insp
+
+
+def shell_safe(name: str, value: str) -> bool:
+    """Whether build_rl_command's script can export ``name=value`` (not reserved, one shell line)."""
+    try:
+        check_env_name(name)
+        check_value(value, name, allow_empty=True)
+    except ToolInputError:
+        return False
+    return True
 
 
 def cluster_mode(params: Params, env: dict[str, str]) -> ClusterMode:
@@ -316,7 +327,13 @@ def _probe(
 
 
 def _build(
-    r: Runner, params: Params, view: ConfigView, env: dict[str, str], backend: Backend | None, python_word: str | None
+    r: Runner,
+    params: Params,
+    view: ConfigView,
+    env: dict[str, str],
+    backend: Backend | None,
+    python_word: str | None,
+    env_file: EnvFileUse | None,
 ) -> build_rl_command.Result | None:
     """build_rl_command for the planned env on the same config view, once a backend is chosen; its command runs the
     training env's ``<prefix>/bin/python`` when one was given (the word is written into the script, never run)."""
@@ -325,6 +342,9 @@ def _build(
         return None
     # the plan sets these itself (from the parameters above); build_rl_command refuses them in extra_env
     extra = {k: v for k, v in (params.env or {}).items() if k not in OWNED_ENV}
+    for k, v in (env_file.file.values if env_file is not None else {}).items():  # the file's, where one line holds it
+        if k not in OWNED_ENV and k not in extra and shell_safe(k, v):
+            extra[k] = v
     shared = next((g for g in view.groups if g.role == "shared"), None)
     workers = params.num_workers
     if workers is None and shared is not None and shared.num_workers is not None:

@@ -71,7 +71,20 @@ def add_parsers(sub: Any) -> None:
         action="append",
         default=None,
         metavar="NAME=VALUE",
-        help="planned launch env for os.environ reads (repeatable); without it env reads stay unresolved",
+        help="planned launch env for os.environ reads (repeatable; overrides --env-file); without either, env "
+        "reads stay unresolved",
+    )
+    config.add_argument(
+        "--env-file",
+        default=None,
+        metavar="PATH",
+        help="launch script or .env whose exports are the planned env (read, never run); env fixes are diffs of it",
+    )
+    config.add_argument(
+        "--backend",
+        default=None,
+        choices=["lmdeploy", "sglang"],
+        help="the installed rollout backend, so a missing or extra XTUNER_USE_* flag in --env-file gets a diff",
     )
     config.add_argument("--training-env", default=None, metavar="PATH", help="check against this installed XTuner")
     config.add_argument("--diff", action="store_true", help="print each fix that is an exact edit as a unified diff")
@@ -199,7 +212,15 @@ def check_config(args: argparse.Namespace, roots: list[str]) -> list[Diagnostic]
     out: list[Diagnostic] = []
     for raw in args.files:
         try:
-            result = inspect(path=raw, env=env, training_env=args.training_env, detail="full", roots=roots)
+            result = inspect(
+                path=raw,
+                env=env,
+                env_file=args.env_file,
+                backend=args.backend,
+                training_env=args.training_env,
+                detail="full",
+                roots=roots,
+            )
         except ToolInputError as exc:
             out.append(input_error(raw, exc))
             continue
@@ -266,7 +287,7 @@ def main(argv: list[str]) -> int:
     """Run one linter command; the exit code says whether any file has a blocker."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    named = [*args.files, *([args.training_env] if getattr(args, "training_env", None) else [])]
+    named = [*args.files, *(p for p in (getattr(args, "training_env", None), getattr(args, "env_file", None)) if p)]
     roots = roots_for(named, args.allow_root)
     try:
         found = check_data(args, roots) if args.command == "check-data" else check_config(args, roots)

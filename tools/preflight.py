@@ -9,11 +9,9 @@ from ..operations.preflight import Params, Result, run
 __all__ = ["DESCRIPTION", "SPEC", "Params", "Result", "run"]
 
 DESCRIPTION = (
-    "One go/no-go before launching an XTuner V1 RL run: runs inspect_config, check_reward_data (train, "
-    "eval), probe_environment (does the config fit Ray?) and build_rl_command; returns the verdict, "
-    "de-duplicated blockers and warnings with owners, and on go the launch plan.\n"
+    "One go/no-go before an XTuner V1 RL launch: inspect_config, check_reward_data, probe_environment "
+    "(fits Ray?), build_rl_command; the verdict, blockers and warnings with owners, on go the plan.\n"
     "Use when: all is prepared: can I launch now, who must fix what?\n"
-    "Not for: one aspect (its own tool); after launch: health (inspect_run), a failed log "
-    "(diagnose_symptom)."
+    "Not for: one aspect (its tool); after launch (inspect_run, diagnose_symptom)."
 )
 SPEC = ToolSpec("preflight", "Go/no-go before an XTuner RL launch", DESCRIPTION, Params, Result, run, open_world=True)
