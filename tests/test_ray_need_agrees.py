@@ -144,9 +144,9 @@ def test_preflight_reads_and_evaluates_the_config_once(tmp_path: Path, monkeypat
     calls: list[str] = []
     real = view_module.view_of_source
 
-    def counting(name, source, env, classes=None, path=None):  # the real reader, counted (nothing replaced)
+    def counting(name, source, env, classes=None, path=None, **kw):  # the real reader, counted (nothing replaced)
         calls.append(name)
-        return real(name, source, env, classes, path)
+        return real(name, source, env, classes, path, **kw)
 
     monkeypatch.setattr(view_module, "view_of_source", counting)
     env = {**ENV, "WORK_DIR": str(tmp_path / "work")}
