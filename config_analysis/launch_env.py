@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Literal
 
-from ..core import PathPolicy, ToolInputError, read_guarded
+from ..core import PathPolicy, read_text_input
 from .patches import Edit, unified_diff
 
 MAX_ENV_FILE_BYTES = 1 << 20
@@ -95,29 +95,16 @@ class LaunchEnvFile:
 
 def read_env_file(raw: str, paths: PathPolicy) -> LaunchEnvFile:
     """Read and parse a launch env file through the guarded reader; refusals are :class:`ToolInputError`."""
-    what = "launch env file"
-    real = paths.check(raw, kind="file", what=what)
-    try:
-        data = read_guarded(paths, real, what=what, limit=MAX_ENV_FILE_BYTES)
-    except ToolInputError as exc:
-        if exc.code != "file_too_large":
-            raise
-        raise ToolInputError(
-            "env_file_too_large",
-            f"{what} {raw!r} is larger than {MAX_ENV_FILE_BYTES:,} bytes: not a launch env file",
-            "Pass the shell script or .env file that sets the launch environment.",
-        ) from None
-    if b"\x00" in data:
-        raise ToolInputError(
-            "env_file_binary", f"{what} {raw!r} looks binary (NUL bytes)", "Pass a shell script or .env file."
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ToolInputError(
-            "env_file_not_text", f"{what} {raw!r} is not UTF-8 text", "Pass a shell script or .env file."
-        ) from None
-    return parse_env_file(PurePath(str(real)).name, text, str(real))
+    real, text = read_text_input(
+        paths,
+        raw,
+        what="launch env file",
+        code="env_file",
+        limit=MAX_ENV_FILE_BYTES,
+        fix="Pass the shell script or .env file that sets the launch environment.",
+        strict_utf8=True,
+    )
+    return parse_env_file(PurePath(real).name, text, real)
 
 
 def file_kind(name: str, text: str) -> Kind:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
-from ..core import PathPolicy, ToolInputError, read_guarded
+from ..core import PathPolicy, ToolInputError, read_text_input
 from ..xtuner_rules import classes as xc
 from ..xtuner_rules import resources as rr
 from ..xtuner_rules.ray_need import RayNeed, ray_need
@@ -181,22 +181,9 @@ class ConfigView:
 
 def read_source(raw: str, paths: PathPolicy, what: str = "config") -> tuple[str, str]:
     """(resolved path, text) of a config file: guarded open, at most 1 MiB, no NUL bytes (not Python source)."""
-    real = paths.check(raw, kind="file", what=what)
-    try:
-        data = read_guarded(paths, real, what=what, limit=MAX_CONFIG_BYTES)
-    except ToolInputError as exc:
-        if exc.code != "file_too_large":
-            raise
-        raise ToolInputError(
-            "config_too_large",
-            f"{what} {raw!r} is larger than {MAX_CONFIG_BYTES:,} bytes: not a config",
-            "Pass the RL config .py file.",
-        ) from None
-    if b"\x00" in data[:8192]:
-        raise ToolInputError(
-            "config_binary", f"{what} {raw!r} looks binary (NUL bytes)", "Pass the RL config .py file."
-        )
-    return str(real), data.decode("utf-8", errors="replace")
+    return read_text_input(
+        paths, raw, what=what, code="config", limit=MAX_CONFIG_BYTES, fix="Pass the RL config .py file."
+    )
 
 
 def read_view(

@@ -8,7 +8,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .errors import ToolInputError
-from .files import guarded_dir, guarded_file, open_guarded, read_guarded, try_read_guarded
+from .files import guarded_dir, guarded_file, open_guarded, read_guarded, read_text_input, try_read_guarded
 from .limits import CallCancelled, CallLimits
 from .paths import MAX_PATH_CHARS, PathKind, PathPolicy
 from .policy import OperatorPolicy
@@ -97,6 +97,7 @@ __all__ = [
     "open_guarded",
     "params_model_config",
     "read_guarded",
+    "read_text_input",
     "run_bounded",
     "sort_findings",
     "try_read_guarded",

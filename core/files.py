@@ -104,6 +104,29 @@ def read_guarded(
     return data
 
 
+def read_text_input(
+    paths: PathPolicy, raw: str, *, what: str, code: str, limit: int, fix: str, strict_utf8: bool = False
+) -> tuple[str, str]:
+    """(resolved path, text) of a small text input a tool reads whole (a config, a launch script): guarded, at most
+    ``limit`` bytes, no NUL bytes, UTF-8 (undecodable bytes replaced unless ``strict_utf8``). Refusals are
+    ``<code>_too_large``, ``<code>_binary`` and ``<code>_not_text``, each with ``fix``."""
+    real = paths.check(raw, kind="file", what=what)
+    try:
+        data = read_guarded(paths, real, what=what, limit=limit)
+    except ToolInputError as exc:
+        if exc.code != "file_too_large":
+            raise
+        raise ToolInputError(
+            f"{code}_too_large", f"{what} {raw!r} is larger than {limit:,} bytes: not a {what}", fix
+        ) from None
+    if b"\x00" in data:
+        raise ToolInputError(f"{code}_binary", f"{what} {raw!r} looks binary (NUL bytes)", fix)
+    try:
+        return str(real), data.decode("utf-8", errors="strict" if strict_utf8 else "replace")
+    except UnicodeDecodeError:
+        raise ToolInputError(f"{code}_not_text", f"{what} {raw!r} is not UTF-8 text", fix) from None
+
+
 def try_read_guarded(
     paths: PathPolicy, raw: str | os.PathLike[str], *, what: str = "file", limit: int = DEFAULT_WHOLE_FILE_CAP
 ) -> bytes | None:
