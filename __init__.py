@@ -18,24 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .operations import TOOLS  # the tools available as functions, named once (same names as the MCP tools)
+
 __version__ = "0.1.0"
 
 #: The XTuner source every claim of this server is checked against.
 XTUNER_COMMIT = "b934f462095c1e750229de35367c50ae36caa786"
 XTUNER_COMMIT_SHORT = "b934f46"
-
-#: The tools available as functions (the same names as the MCP tools).
-TOOLS = (
-    "build_rl_command",
-    "choose_topology",
-    "lookup_reference",
-    "inspect_config",
-    "probe_environment",
-    "check_reward_data",
-    "preflight",
-    "diagnose_symptom",
-    "inspect_run",
-)
 
 __all__ = ["XTUNER_COMMIT", "XTUNER_COMMIT_SHORT", "__version__", *TOOLS]
 

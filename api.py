@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from . import TOOLS
 from .core import CallLimits, PathPolicy, RunContext
+from .operations import TOOLS
 
 #: Each tool's operation module (``Params``, ``Result``, ``run``).
 MODULES: dict[str, str] = {name: f"operations.{name}" for name in TOOLS}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-from .. import TOOLS
 from ..core import ToolSpec
+from ..operations import TOOLS
 
 #: One module under tools/ per tool, in the order they are listed; each defines ``SPEC: ToolSpec`` (the same names
 #: are the Python API's functions).
