@@ -61,6 +61,9 @@ LEARNING_RATE = 0.5
 #: and the fewest reports behind one point of a calibration curve.
 CALIBRATION_PRIOR = 3.0
 MIN_BLOCK = 8
+#: Fields of each catalog entry that join the area model's training as one labelled pseudo-report of the entry's
+#: category (what the catalog knows lends the model words no training report used; empty: reports only).
+CATALOG_FIELDS: tuple[str, ...] = ("title", "phrases", "examples", "cause")
 
 
 def load(split: str = "all") -> list[dict]:
@@ -136,12 +139,27 @@ def report_terms_of(report: dict) -> list[str]:
     return report_terms(described_lines(report["text"]))
 
 
+def catalog_pseudo_reports(fields: Sequence[str]) -> list[tuple[list[str], list[str]]]:
+    """One (terms, [category]) pair per catalog entry from the given fields (none: no pairs)."""
+    from xtuner_rl_mcp.diagnosis.descriptions import _entry_field_text, report_terms
+    from xtuner_rl_mcp.knowledge.catalog import load_catalog
+
+    if not fields:
+        return []
+    out = []
+    for fm in load_catalog().entries:
+        text = _entry_field_text(fm)
+        out.append((report_terms([(1, "\n".join(text[f] for f in fields))]), [fm.category]))
+    return out
+
+
 def fit_areas(labelled: Sequence[tuple[Sequence[str], Sequence[str]]]):
     """Softmax regression from (terms, accepted categories) pairs; a report with several categories spreads its
     target over them. Deterministic: the pairs are sorted first, and gradient descent starts from zero."""
     from xtuner_rl_mcp.core import CATEGORIES
     from xtuner_rl_mcp.diagnosis.report_model import AreaModel
 
+    labelled = [*labelled, *catalog_pseudo_reports(CATALOG_FIELDS)]
     pairs = sorted((sorted(set(terms)), sorted(cats)) for terms, cats in labelled)
     categories = tuple(c for c in CATEGORIES if any(c in cats for _, cats in pairs))
     df = Counter(t for terms, _ in pairs for t in terms)
@@ -271,7 +289,8 @@ def held_out(
 
 
 METHOD = (
-    f"softmax regression over distinct report terms (min_df={MIN_DF}, l2={L2}, {STEPS} gradient steps); "
+    f"softmax regression over distinct report terms (min_df={MIN_DF}, l2={L2}, {STEPS} gradient steps), each "
+    f"catalog entry's {'/'.join(CATALOG_FIELDS)} one more labelled report of its category; "
     f"calibration: isotonic per evidence kind and area agreement on the 5-fold held-out answers to the reports "
     f"collected on {UNSEEN_COLLECTED} (prior {CALIBRATION_PRIOR:g}, points of at least {MIN_BLOCK} reports, linear "
     f"between them)"
@@ -378,6 +397,7 @@ def summarise(outcomes: list[Outcome]) -> dict:
         kinds[f"{o.kind or 'none'}, area model {'agrees' if o.agrees else 'disagrees'}"].append(o)
         verdicts[o.verdict].append(o)
     confident = [o for o in outcomes if o.confidence >= 0.8]
+    confident_unseen = [o for o in confident if is_unseen(o.report)]
     times = [o.seconds for o in outcomes]
     return {
         **_rates(outcomes),
@@ -388,6 +408,8 @@ def summarise(outcomes: list[Outcome]) -> dict:
         "per_verdict": {k: _rates(v) for k, v in sorted(verdicts.items())},
         "confident_right": _rates(confident)["top1"] if confident else None,
         "confident_n": len(confident),
+        "confident_unseen_right": _rates(confident_unseen)["top1"] if confident_unseen else None,
+        "confident_unseen_n": len(confident_unseen),
         "ms_median": 1000 * statistics.median(times) if times else 0.0,
         "ms_max": 1000 * max(times) if times else 0.0,
         "misses": [
@@ -418,6 +440,13 @@ def _print(name: str, s: dict, show_misses: bool) -> None:
         f"## {name}: {s['n']} reports — top-1 {s['top1']:.1%}, top-3 {s['top3']:.1%} "
         f"(ranking: median {s['ms_median']:.1f} ms, max {s['ms_max']:.1f} ms per report)\n"
     )
+    unseen = {k: v for k, v in s["per_subset"].items() if k.startswith("unseen")}
+    if unseen:
+        u = unseen.get("unseen (collected 2026-12-03)", {"n": 0, "top1": 0.0, "top3": 0.0})
+        print(
+            f"Unseen reports (collected {UNSEEN_COLLECTED}, no phrase written from them; the honest proxy): "
+            f"{u['n']} — top-1 {u['top1']:.1%}, top-3 {u['top3']:.1%}\n"
+        )
     _table("language", s["per_language"])
     _table("subset", s["per_subset"])
     _table("category", s["per_category"])
@@ -429,6 +458,8 @@ def _print(name: str, s: dict, show_misses: bool) -> None:
     _table("verdict", s["per_verdict"], confidence=True)
     if s["confident_right"] is not None:
         print(f"Answers with confidence >= 0.8: {s['confident_n']}, right {s['confident_right']:.1%}\n")
+    if s["confident_unseen_right"] is not None:
+        print(f"Of them on unseen reports: {s['confident_unseen_n']}, right {s['confident_unseen_right']:.1%}\n")
     if show_misses:
         for m in s["misses"]:
             print(f"miss {m['id']}: want {m['want']} got {m['got']}")

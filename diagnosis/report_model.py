@@ -5,11 +5,14 @@ and shipped as ``references/report_model.json`` (a test checks that the file equ
 
 - **Areas.** A softmax (multinomial logistic) regression from the distinct terms of a report
   (``descriptions.report_terms``: Snowball stems, jieba words, the glossary English of Chinese runs) to the
-  catalog categories, kept as a bias per category and a weight row per term. Only terms seen in at least two
-  reports enter it: the table holds no report's text, and scoring a report is a sum of rows and a softmax.
+  catalog categories, kept as a bias per category and a weight row per term. Each catalog entry (title, phrases,
+  examples, cause) is one more labelled report of its category, so the model knows the catalog's words, English and
+  Chinese, that no training report used. Only terms seen in at least two of these reports enter it: the table holds
+  no single report's text, and scoring a report is a sum of rows and a softmax.
 - **Calibration.** How often the first finding was right on held-out reports, by the kind of evidence behind it
   (an exact message of a specific entry, a generic symptom line, or wording only), whether the area model agreed,
   and its raw confidence: a step function per cell, so that a reported 0.8 means right about four times in five.
+  Only an exact message of a cause whose area the model agrees with may reach 0.8 (``ranking.LEAD_CAP``).
 
 Without the file the ranking runs on the catalog alone, with raw confidences.
 """
