@@ -15,11 +15,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..config_analysis.patches import patch_label
 from ..core import PathPolicy, RunContext, ToolInputError, ToolResult, params_model_config
-from ..core.files import file_size
+from ..core.files import file_size, read_guarded
 from ..core.findings import Detail, Finding
 from ..scanners.data_files import glob_base, is_parquet, resolve_files
 from ..scanners.data_fixes import Suggestion
+from ..scanners.data_patches import MAX_PATCH_FILE_BYTES, data_patches
 from ..scanners.data_report import (
     DataReport,
     DataStats,
@@ -129,7 +131,28 @@ def run(params: Params, ctx: RunContext) -> Result:
     per_file += [FileResult(path, error=f"{path} {why}") for path, why in found.refused]
     seconds = time.monotonic() - t0
     report = build_report(per_file, parquet, role=params.role, judger=params.judger, detail=params.detail)
+    _attach_patches(report, per_file, opts, ctx)
     return _result(params, report, engine, workers, seconds)
+
+
+def _attach_patches(report: DataReport, per_file: list[FileResult], opts: ScanOptions, ctx: RunContext) -> None:
+    """Give each finding a line fix derives exactly its diff of the data file(s) (scanners.data_patches), the file
+    read again through the guarded reader."""
+
+    def read(path: str) -> bytes | None:
+        try:
+            return read_guarded(ctx.paths, path, what="data file", limit=MAX_PATCH_FILE_BYTES)
+        except ToolInputError:
+            return None
+
+    def label(path: str) -> str:
+        return patch_label(path, ctx.paths.roots, os.path.basename(path))
+
+    patches = data_patches(per_file, opts, read, label, ctx.limits)
+    if patches:
+        report.findings = [
+            f.model_copy(update={"patch": patches[f.id]}) if f.id in patches else f for f in report.findings
+        ]
 
 
 def _result(params: Params, report: DataReport, engine: str, workers: int, seconds: float) -> Result:

@@ -63,6 +63,7 @@ def add_parsers(sub: Any) -> None:
     data.add_argument(
         "--max-per-code", type=int, default=20, metavar="N", help="distinct issues listed per code and file"
     )
+    data.add_argument("--diff", action="store_true", help="print each fix that is an exact line edit as a unified diff")
     _common(data)
     config = sub.add_parser("check-config", help="check XTuner RL configs (.py) like a linter, never running them")
     config.add_argument("files", nargs="+", metavar="FILE", help="RL config files (.py)")
@@ -196,6 +197,10 @@ def data_diagnostics(result: Any) -> list[Diagnostic]:
         elif not any(d.code == f.id for d in out):  # a code whose examples were not kept (--max-per-code 0)
             path, line = _line_of(f.location, "")
             out.append(Diagnostic(shown(path), line, 1, f.id, f.severity, f"{f.title} ({f.evidence})", f.fix))
+        if f.patch:  # one diff fixes every line of the code: printed after its first line
+            first = min((d for d in out if d.code == f.id), key=lambda d: (d.path, d.line), default=None)
+            if first is not None:
+                first.patch = f.patch
     return out
 
 
