@@ -19,6 +19,7 @@ learned area model reads (``report_model``), and ``area_leads`` names an entry f
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -192,6 +193,8 @@ def retrieval_index(catalog: Any) -> RetrievalIndex:
         return cached[1]
     import bm25s
 
+    # bm25s pins its logger at DEBUG on import; the operator's --log-level (the root logger's) decides instead
+    logging.getLogger("bm25s").setLevel(logging.NOTSET)
     generic = generic_terms()
     entries = catalog.entries
     texts = [_entry_field_text(fm) for fm in entries]

@@ -43,6 +43,15 @@ def test_call_success_prints_structured_json():
     assert out["summary"]
 
 
+def test_stderr_stays_quiet_at_the_default_log_level():
+    """A library that pins its own logger at DEBUG (bm25s does) follows the operator's --log-level instead."""
+    args = json.dumps({"text": "rollout hangs with expert_parallel_size=2"})
+    quiet = cli("call", "diagnose_symptom", "--args", args)
+    assert quiet.returncode == 0 and "DEBUG" not in quiet.stderr, quiet.stderr[-2000:]
+    loud = cli("--log-level", "DEBUG", "call", "diagnose_symptom", "--args", args)
+    assert loud.returncode == 0 and "DEBUG bm25s" in loud.stderr, loud.stderr[-2000:]
+
+
 def test_call_args_from_file(tmp_path):
     f = tmp_path / "args.json"
     f.write_text(json.dumps({"path": str(SAMPLES / "gsm8k_train_sample.jsonl")}))
