@@ -303,14 +303,12 @@ class _Parser:
                     if c == "\\" and j + 1 < n and text[j + 1] in '$`"\\\n':
                         out.append(text[j + 1])
                         j += 2
-                    elif c == "$":
-                        val, why, d, j = self._dollar(text, j)
+                    elif c in "$`":
+                        val, why, d, j = self._substitution(text, j)
                         if val is None:
                             return None, why, False
                         out.append(val)
                         defaulted |= d
-                    elif c == "`":
-                        return None, "command substitution (`...`) runs a program", False
                     else:
                         out.append(c)
                         j += 1
@@ -320,18 +318,22 @@ class _Parser:
             elif ch == "\\":
                 out.append(text[i + 1 : i + 2])
                 i += 2
-            elif ch == "$":
-                val, why, d, i = self._dollar(text, i)
+            elif ch in "$`":
+                val, why, d, i = self._substitution(text, i)
                 if val is None:
                     return None, why, False
                 out.append(val)
                 defaulted |= d
-            elif ch == "`":
-                return None, "command substitution (`...`) runs a program", False
             else:
                 out.append(ch)
                 i += 1
         return "".join(out), "", defaulted
+
+    def _substitution(self, text: str, i: int) -> tuple[str | None, str, bool, int]:
+        """The ``$`` form or backtick at ``i``: a ``$`` form is expanded, a backtick is a program (never run)."""
+        if text[i] == "`":
+            return None, "command substitution (`...`) runs a program", False, i
+        return self._dollar(text, i)
 
     def _dollar(self, text: str, i: int) -> tuple[str | None, str, bool, int]:
         """Expand the ``$`` form at ``i``: (value, reason, defaulted, index after it)."""
