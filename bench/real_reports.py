@@ -34,6 +34,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -270,6 +271,19 @@ def fold_of(report: dict, folds: int) -> int:
     return int(hashlib.sha256(report["url"].encode()).hexdigest(), 16) % folds
 
 
+#: Area models by what they were fitted from. A fit depends on its reports and the fit's own constants, never on the
+#: ranking settings a grid varies, so nested cross-validation fits each training set once for the whole grid.
+_FITTED: dict[tuple, Any] = {}
+
+
+def fitted_areas(rows: Sequence[dict], terms: dict[str, list[str]]):
+    """:func:`fit_areas` of these reports, fitted once per process for the same reports and fit constants."""
+    key = (tuple(sorted(r["id"] for r in rows)), CATALOG_FIELDS, MIN_DF, L2, STEPS, LEARNING_RATE)
+    if key not in _FITTED:
+        _FITTED[key] = fit_areas([(terms[r["id"]], r["categories"]) for r in rows])
+    return _FITTED[key]
+
+
 def held_out(
     rows: list[dict], folds: list[int], settings: dict[str, float], terms: dict[str, list[str]]
 ) -> list[Outcome]:
@@ -279,8 +293,8 @@ def held_out(
     out: list[Outcome | None] = [None] * len(rows)
     with constants(settings):
         for k in sorted(set(folds)):
-            train = [(terms[r["id"]], r["categories"]) for r, f in zip(rows, folds, strict=True) if f != k]
-            model = ReportModel(fit_areas(train), None, len(train), METHOD)
+            train = [r for r, f in zip(rows, folds, strict=True) if f != k]
+            model = ReportModel(fitted_areas(train, terms), None, len(train), METHOD)
             with using(model):
                 for i, f in enumerate(folds):
                     if f == k:
