@@ -11,8 +11,9 @@ import pytest
 from xtuner_rl_mcp.core import CATEGORIES
 from xtuner_rl_mcp.knowledge import catalog as cat
 
+from .upstream import MIRROR
+
 REPO = Path(__file__).resolve().parents[1]
-MIRROR = Path("/work/.mirror/InternLM+xtuner/repo")
 
 #: Lines from healthy XTuner / Ray / engine logs: no catalog entry may match any of them.
 HEALTHY_LINES = [

@@ -22,9 +22,9 @@ from xtuner_rl_mcp.planning.model_size import estimate_from_config
 from xtuner_rl_mcp.xtuner_rules import classes as xtuner_classes
 from xtuner_rl_mcp.xtuner_rules import resources as rr
 
+from .upstream import COMMIT, MIRROR
+
 GIB = 1024**3
-MIRROR = Path("/work/.mirror/InternLM+xtuner/repo")
-COMMIT = "b934f46"
 
 #: (module, name) pairs a snippet may import. Each was checked in the mirror: the module file exists at b934f46 and
 #: defines or re-exports the name (see test_known_imports_exist_in_xtuner).

@@ -8,7 +8,6 @@ mirror with planted faults (skipped when the mirror is absent).
 from __future__ import annotations
 
 import ast
-import os
 import shutil
 import subprocess
 from collections import Counter
@@ -20,9 +19,9 @@ from xtuner_rl_mcp.config_analysis.view import view_of_source
 from xtuner_rl_mcp.core import Finding, PathPolicy, RunContext
 from xtuner_rl_mcp.operations import inspect_config
 
+from .upstream import MIRROR
 from .xtuner_config_samples import COLOCATED_ASYNC, COLOCATED_SYNC, DISAGGREGATED, ENV, mutate, write
 
-MIRROR = Path(os.environ.get("XTUNER_MIRROR", "/work/.mirror/InternLM+xtuner/repo"))
 GIT = shutil.which("git")
 pytestmark = pytest.mark.skipif(GIT is None, reason="git is needed to apply the patches")
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
+
+from .upstream import bench_module
 
 REPO = Path(__file__).resolve().parents[1]
 #: Descriptions plus input schemas of all tools, in characters of compact JSON (issue 20: under 20,000).
@@ -15,11 +16,7 @@ BUDGET = 20_000
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("definition_sizes", REPO / "bench" / "definition_sizes.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("definition_sizes")
 
 
 @pytest.mark.anyio

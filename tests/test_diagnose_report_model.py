@@ -7,9 +7,7 @@ The texts diagnosed here are written for these tests (not taken from the corpus)
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,16 +18,13 @@ from xtuner_rl_mcp.diagnosis.report_model import MODEL_PATH, Calibration, Report
 from xtuner_rl_mcp.knowledge.catalog import load_catalog
 from xtuner_rl_mcp.operations.diagnose_symptom import Params, run
 
+from .upstream import bench_module
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("real_reports", REPO / "bench" / "real_reports.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("real_reports")
 
 
 def _diag(text: str):

@@ -6,7 +6,6 @@ allowed root, ``git apply``, inspect again — its finding is gone and every oth
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,9 +17,9 @@ from xtuner_rl_mcp.config_analysis.launch_env import parse_env_file
 from xtuner_rl_mcp.core import Finding, PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.operations import inspect_config, preflight
 
+from .upstream import MIRROR
 from .xtuner_config_samples import DISAGGREGATED, mutate, write
 
-MIRROR = Path(os.environ.get("XTUNER_MIRROR", "/work/.mirror/InternLM+xtuner/repo"))
 GIT = shutil.which("git")
 pytestmark = pytest.mark.skipif(GIT is None, reason="git is needed to apply the patches")
 EXE = shutil.which("xtuner-rl-mcp", path=str(Path(sys.executable).parent)) or "xtuner-rl-mcp"

@@ -10,6 +10,7 @@ from xtuner_rl_mcp.core import PathPolicy, RunContext, ToolInputError
 from xtuner_rl_mcp.operations.inspect_config import Params, run
 
 from .conftest import SAMPLES
+from .upstream import COMMIT, MIRROR
 from .xtuner_config_samples import (
     COLOCATED_ASYNC,
     COLOCATED_SYNC,
@@ -20,9 +21,6 @@ from .xtuner_config_samples import (
     mutate,
     write,
 )
-
-MIRROR = Path("/work/.mirror/InternLM+xtuner/repo")
-COMMIT = "b934f46"
 
 
 def inspect(tmp_path: Path, text: str, env: dict[str, str] | None = ENV, name: str = "cfg.py", **kw):

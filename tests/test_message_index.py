@@ -26,9 +26,9 @@ import pytest
 from xtuner_rl_mcp.knowledge.catalog import FailureMode, load_catalog
 
 from . import message_index as mi
+from .upstream import MIRROR
 
 REPO = Path(__file__).resolve().parents[1]
-MIRROR = Path("/work/.mirror/InternLM+xtuner/repo")
 
 #: (entry id, example) -> why the example is no message text that the index or another project could own.
 NOT_MESSAGES: dict[tuple[str, str], str] = {

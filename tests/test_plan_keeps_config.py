@@ -11,7 +11,6 @@ file into the snippet with ``git apply``.
 from __future__ import annotations
 
 import ast
-import os
 import random
 import shutil
 import subprocess
@@ -26,9 +25,9 @@ from xtuner_rl_mcp.knowledge.catalog import load_catalog
 from xtuner_rl_mcp.operations.choose_topology import Params, Result, run
 from xtuner_rl_mcp.xtuner_rules import resources as rr
 
+from .upstream import MIRROR, rl_example_configs
 from .xtuner_config_samples import COLOCATED_ASYNC, COLOCATED_SYNC, DISAGGREGATED, MULTI_TASK, write
 
-MIRROR = Path(os.environ.get("XTUNER_MIRROR", "/work/.mirror/InternLM+xtuner/repo"))
 GIT = shutil.which("git")
 SAMPLES = {
     "sample_colocated_sync.py": COLOCATED_SYNC,
@@ -38,20 +37,7 @@ SAMPLES = {
 }
 
 
-def _upstream() -> list[str]:
-    if not (MIRROR / "HEAD").exists() and not (MIRROR / ".git").exists():
-        return []
-    out = subprocess.run(
-        ["git", "-C", str(MIRROR), "ls-tree", "--name-only", "HEAD", "examples/v1/config/"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout.split()
-    # every RL example: rl_* and the agentic / reasoning RL ones (the others are SFT and pretraining)
-    return sorted(p for p in out if "rl_" in p.rsplit("/", 1)[-1])
-
-
-UPSTREAM = _upstream()
+UPSTREAM = rl_example_configs()
 CONFIGS = [f"upstream:{p}" for p in UPSTREAM] + [f"sample:{n}" for n in SAMPLES]
 
 

@@ -7,7 +7,6 @@ every upstream RL example of the XTuner mirror when it is present (skipped other
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -18,9 +17,8 @@ from xtuner_rl_mcp.launch.plan import OWNED_ENV
 from xtuner_rl_mcp.operations import build_rl_command, choose_topology, preflight, probe_environment
 from xtuner_rl_mcp.xtuner_rules.ray_need import RayNeed
 
+from .upstream import MIRROR, rl_example_configs
 from .xtuner_config_samples import COLOCATED_ASYNC, COLOCATED_SYNC, DISAGGREGATED, ENV, MULTI_TASK, write
-
-MIRROR = Path(os.environ.get("XTUNER_MIRROR", "/work/.mirror/InternLM+xtuner/repo"))
 
 SAMPLES = {
     "colocated_sync": (COLOCATED_SYNC, {}),
@@ -34,14 +32,7 @@ SAMPLES = {
 
 
 def _upstream() -> list[str]:
-    if not (MIRROR / "HEAD").exists() and not (MIRROR / ".git").exists():
-        return []
-    out = subprocess.run(
-        ["git", "-C", str(MIRROR), "ls-tree", "--name-only", "HEAD", "examples/v1/config/"],
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    return sorted(p for p in out if p.rsplit("/", 1)[-1].startswith("rl_"))
+    return [p for p in rl_example_configs() if p.rsplit("/", 1)[-1].startswith("rl_")]
 
 
 def _answers(cfg: Path, env: dict[str, str], root: Path) -> dict[str, tuple[float, float] | None]:

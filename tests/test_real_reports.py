@@ -12,12 +12,12 @@ the Chinese segmentation fails them.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+
+from .upstream import bench_module
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus" / "reports.jsonl"
@@ -44,12 +44,7 @@ CONFIDENT_RIGHT_FLOOR = 0.90
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("real_reports", REPO / "bench" / "real_reports.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("real_reports")
 
 
 def test_corpus_shape():

@@ -5,13 +5,11 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from xtuner_rl_mcp.knowledge import docs
 
-MIRROR = Path("/work/.mirror/InternLM+xtuner/repo")
-COMMIT = "b934f46"
+from .upstream import COMMIT, MIRROR
 
 #: Anchors other tools link to (issue 3); each document must keep headings with exactly these slugs.
 REQUIRED_ANCHORS: dict[str, list[str]] = {
