@@ -9,6 +9,7 @@ ranges, and ``data_report`` turns the codes into findings, statistics and conver
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Any, Literal
@@ -156,28 +157,16 @@ def _attach_patches(report: DataReport, per_file: list[FileResult], opts: ScanOp
 
 
 def _result(params: Params, report: DataReport, engine: str, workers: int, seconds: float) -> Result:
+    """The report as the tool's result (its fields under the same names; ``derivable`` as derivable_ground_truth)."""
+    carried = {f.name: getattr(report, f.name) for f in dataclasses.fields(report) if f.name != "derivable"}
     return Result(
-        summary=report.summary,
-        ok=report.ok,
+        **carried,
+        derivable_ground_truth=report.derivable,
         judger=params.judger,
         role=params.role,
         engine=engine,
         workers=workers,
         seconds=round(seconds, 3),
-        files_scanned=report.files_scanned,
-        lines=report.lines,
-        valid=report.valid,
-        invalid=report.invalid,
-        bytes=report.bytes,
-        errors_by_code=report.errors_by_code,
-        files=report.files,
-        files_omitted=report.files_omitted,
-        examples=report.examples,
-        examples_omitted=report.examples_omitted,
-        stats=report.stats,
-        findings=report.findings,
-        suggestions=report.suggestions,
-        derivable_ground_truth=report.derivable,
     )
 
 
