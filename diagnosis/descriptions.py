@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -49,6 +50,29 @@ MIN_SHARED_WORDS = 2
 MAX_LEADS = 8
 RELATIVE_FLOOR = 0.3
 _QUIET_LEVELS = frozenset({"INFO", "DEBUG", "TRACE", "SUCCESS", "NOTICE"})
+#: Programs a report's command lines start with. A command says how the run was launched, not what went wrong: its
+#: words (lmdeploy serve api_server, docker run, --tp) match the entries of serving and launching whatever failed.
+#: On the development part (5-fold held out, 478 reports) leaving command lines out of description matching raised
+#: top-1 from 72.8% to 75.5% (Chinese 62.4% to 66.1%), top-3 unchanged.
+_LAUNCHERS = (
+    "python[0-9.]*|torchrun|deepspeed|accelerate|bash|sh|lmdeploy|vllm|sglang|swift|llamafactory-cli|xtuner|ray|"
+    "docker|pip[0-9.]*|conda|srun|sbatch|mpirun|kubectl|nohup"
+)
+_COMMAND = re.compile(
+    rf"^\s*(?P<prompt>\$\s*)?(?P<env>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)(?:sudo\s+|time\s+|exec\s+)*"
+    rf"(?:{_LAUNCHERS})(?:\s|$)"
+)
+#: What tells a command from a sentence that starts with a program's name ("vllm crashes when ..."): a shell prompt,
+#: variables set before it, an option, a script or module argument, or a continuation backslash.
+_COMMAND_SIGN = re.compile(r"\s--?[A-Za-z]|\S\.(?:py|sh|ya?ml|json)\b|\\\s*$")
+
+
+def _command(line: str) -> re.Match[str] | None:
+    """The command a line runs (None for prose, and for a line with Chinese in it: that is someone's sentence)."""
+    m = _COMMAND.match(line)
+    if m is None or CJK_RUNS.search(line):
+        return None
+    return m if m["prompt"] or m["env"] or _COMMAND_SIGN.search(line) else None
 
 
 @dataclass(frozen=True)
@@ -340,7 +364,7 @@ def described_lines(text: str) -> list[tuple[int, str]]:
         half = MAX_DESCRIBED_CHARS // 2
         text = text[:half] + "\n" + text[-half:]
     out = []
-    after_frame = False
+    after_frame = in_command = False
     for i, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
@@ -349,7 +373,14 @@ def described_lines(text: str) -> list[tuple[int, str]]:
         # INFO chatter, traceback frames and the source lines they quote say where, not what went wrong.
         if level in _QUIET_LEVELS or after_frame or code_line or cleaned.startswith("Traceback (most recent"):
             continue
-        out.append((i, cleaned))
+        # A command and its continuation lines say how the run was launched; the variables set before it stay.
+        command = None if in_command or cleaned.lstrip().startswith("--") else _command(cleaned)
+        skipped = in_command or command is not None or cleaned.lstrip().startswith("--")
+        in_command = skipped and cleaned.rstrip().endswith("\\")
+        if command is not None and command["env"].strip():
+            out.append((i, command["env"].strip()))
+        if not skipped:
+            out.append((i, cleaned))
     return out
 
 

@@ -12,7 +12,7 @@ and shipped as ``references/report_model.json`` (a test checks that the file equ
 - **Calibration.** How often the first finding was right on held-out reports, by the kind of evidence behind it
   (an exact message of a specific entry, a generic symptom line, or wording only), whether the area model agreed,
   and its raw confidence: a step function per cell, so that a reported 0.8 means right about four times in five.
-  Only an exact message of a cause whose area the model agrees with may reach 0.8 (``ranking.LEAD_CAP``).
+  Only an exact message of a cause in the category the area model finds likeliest may reach 0.8 (``ranking.LEAD_CAP``).
 
 Without the file the ranking runs on the catalog alone, with raw confidences.
 """

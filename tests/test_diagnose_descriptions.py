@@ -261,3 +261,50 @@ def test_retrieval_libraries_load_on_first_ranking_and_write_nothing(tmp_path):
     before, after = json.loads(out.stdout.strip().splitlines()[-1])
     assert before == [] and set(after) == {"bm25s", "rjieba", "Stemmer", "numpy"}
     assert list(tmp_path.iterdir()) == []
+
+
+# --- launch commands --------------------------------------------------------------------------------------
+
+
+def test_described_lines_leave_out_launch_commands_and_keep_what_was_set():
+    from xtuner_rl_mcp.diagnosis.descriptions import described_lines
+
+    text = "\n".join(
+        [
+            "lmdeploy serve api_server 启动就报错",  # a sentence (Chinese) that starts with the program's name
+            "$ CUDA_VISIBLE_DEVICES=0,1 XTUNER_USE_LMDEPLOY=1 lmdeploy serve api_server /models/m \\",
+            "    --tp 2 \\",
+            "    --server-port 23333",
+            "RuntimeError: the engine exited",
+            "python train.py --config rl.py",
+            "vllm crashes when tp=2",
+            "pip install vllm",
+        ]
+    )
+    kept = dict(described_lines(text))
+    assert kept == {
+        1: "lmdeploy serve api_server 启动就报错",
+        2: "CUDA_VISIBLE_DEVICES=0,1 XTUNER_USE_LMDEPLOY=1",
+        5: "RuntimeError: the engine exited",
+        7: "vllm crashes when tp=2",
+        8: "pip install vllm",
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "加载 tokenizer 的时候报错，说没有 chat template\n"
+        "$ lmdeploy serve api_server /models/my-sft --server-port 23333 --tp 2 --backend pytorch",
+        "The tokenizer has no chat_template, so applying the template fails\n"
+        "lmdeploy serve api_server /models/my-sft --server-port 23333 --tp 2 \\\n  --backend pytorch --model-name my-sft",
+    ],
+)
+def test_a_launch_command_is_context_not_evidence(text):
+    """How the run was launched (a serving command) is no evidence of a serving failure: the words of the command
+    neither lead nor show up as evidence; what the person says went wrong does."""
+    res = _diag(text, max_findings=5)
+    assert res.findings[0].failure_mode_id == "chat_template_missing"
+    command_lines = {n for n, line in enumerate(text.splitlines(), 1) if "api_server" in line or "--backend" in line}
+    quoted = {(f.failure_mode_id, e.line) for f in res.findings for e in f.evidence if e.source == "text"}
+    assert not {q for q in quoted if q[1] in command_lines}, quoted

@@ -3,7 +3,7 @@
 Two parts. The development part (split="dev") is what method choices, catalog phrases and the shipped report model
 were made with; its floors are on nested 5-fold cross-validated figures (ranking constants chosen, the area model
 refitted and the calibration fitted without the fold that is scored), for all of it and for the reports collected
-on 2026-12-03 that no phrase was written from, so they measure the method, not the fit. The test part
+since 2026-12-03 that no phrase was written from, so they measure the method, not the fit. The test part
 (split="test") is frozen and never read while tuning; its floors are the issue's acceptance and are set by whoever
 scores it (the constants below, with the figures they were set from). Floors sit below the measured figures (`python bench/real_reports.py --split dev
 --cv`) so that noise does not flake them, and high enough that losing the area model, retrieval, the phrases or
@@ -12,6 +12,7 @@ the Chinese segmentation fails them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -22,20 +23,26 @@ from .upstream import bench_module
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus" / "reports.jsonl"
 
-#: Development part, nested 5-fold cross-validated on the reduced grid below (README: measured figures).
-DEV_CV_TOP1_FLOOR = 0.78
-DEV_CV_TOP3_FLOOR = 0.90
-DEV_CV_ZH_TOP1_FLOOR = 0.62
-#: The development reports no phrase was written from (collected 2026-12-03), same cross-validation.
-UNSEEN_CV_TOP1_FLOOR = 0.68
-UNSEEN_CV_TOP3_FLOOR = 0.86
+#: Development part, nested 5-fold cross-validated on the reduced grid below (README: measured figures). 2026-12-04,
+#: 487 reports: top-1 74.3%, top-3 87.9%, Chinese top-1 64.6%. (The 290 reports of before score as they did, 81.7% /
+#: 92.1% against 81.4% / 92.8%; the 197 reports collected on 2026-12-04, from more repositories, are harder.)
+DEV_CV_TOP1_FLOOR = 0.71
+DEV_CV_TOP3_FLOOR = 0.85
+DEV_CV_ZH_TOP1_FLOOR = 0.60
+#: The development reports no phrase was written from (collected since 2026-12-03: 270), same cross-validation:
+#: top-1 66.3%, top-3 82.6%.
+UNSEEN_CV_MIN_REPORTS = 250
+UNSEEN_CV_TOP1_FLOOR = 0.62
+UNSEEN_CV_TOP3_FLOOR = 0.79
 #: Frozen test part, scored once per change set. 2026-12-03 round 2: top-1 66.9%, top-3 83.8%, Chinese top-1 63.1%
 #: against English 69.7%, confident answers 12 of 19 right; round 3 (catalog-taught area model, two-signal confidence):
-#: top-1 68.8%, top-3 83.8%, Chinese 64.6% against English 71.9%, confident answers 9 of 13 right. The floors hold
-#: that level; the issue's acceptance (top-3 >= 90%, top-1 >= 70%, Chinese within 5 points, >= 90% of confident
-#: answers right) is NOT met yet.
-TEST_TOP3_FLOOR = 0.80
-TEST_TOP1_FLOOR = 0.62
+#: top-1 68.8%, top-3 83.8%, Chinese 64.6% against English 71.9%, confident answers 9 of 13 right; 2026-12-04 (area
+#: model from 487 reports, launch commands left out of description matching, confidence >= 0.8 only where the area
+#: model finds the message's category likeliest): top-1 68.2%, top-3 87.7%, Chinese 63.1% against English 71.9%,
+#: confident answers 8 of 13 right. The floors hold that level; the issue's acceptance (top-3 >= 90%, top-1 >= 70%,
+#: Chinese within 5 points, >= 90% of confident answers right) is NOT met yet.
+TEST_TOP3_FLOOR = 0.85
+TEST_TOP1_FLOOR = 0.65
 TEST_ZH_TOP1_GAP = 0.10
 TEST_CONFIDENT_RIGHT_FLOOR = 0.55
 TEST_MIN_REPORTS = 100
@@ -58,6 +65,26 @@ def test_corpus_shape():
         assert r["categories"] and set(r["categories"]) <= set(CATEGORIES), r["id"]
         assert r["url"].startswith("https://github.com/") and r["text"].strip()
     assert sum(r["lang"] == "zh" for r in rows) >= 40
+
+
+#: The frozen test part, as it was split on 2026-12-03 (154 reports): a digest of its rows, sorted by id.
+TEST_PART_SHA256 = "a61265cb9bb76138ba492db9a7c27d463b0852ff118f96cc0a9b8c8384ce5cd1"
+
+
+def _thread(url: str) -> tuple[str, str]:
+    """A thread by repository name and number: a renamed repository (volcengine/verl -> verl-project/verl) keeps both."""
+    parts = url.rstrip("/").lower().split("/")
+    return parts[-3].replace("llama-factory", "llamafactory"), parts[-1]
+
+
+def test_the_test_part_stays_frozen_and_apart():
+    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    test = sorted((r for r in rows if r["split"] == "test"), key=lambda r: r["id"])
+    digest = hashlib.sha256(json.dumps(test, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+    assert digest == TEST_PART_SHA256, "the frozen test part changed: new reports join the development part"
+    assert len({r["id"] for r in rows}) == len(rows)
+    dev_threads = {_thread(r["url"]) for r in rows if r["split"] == "dev"}
+    assert not dev_threads & {_thread(r["url"]) for r in test}, "a thread in both parts"
 
 
 @pytest.fixture(scope="module")
@@ -83,15 +110,15 @@ def test_dev_cross_validation_meets_the_floor(dev_cross_validated):
 
 def test_dev_reports_no_phrase_was_written_from_meet_the_floor(dev_cross_validated):
     scores, _ = dev_cross_validated
-    unseen = scores["per_subset"]["unseen (collected 2026-12-03)"]
-    assert unseen["n"] >= 70
+    unseen = scores["per_subset"][_bench().UNSEEN]
+    assert unseen["n"] >= UNSEEN_CV_MIN_REPORTS
     assert unseen["top1"] >= UNSEEN_CV_TOP1_FLOOR and unseen["top3"] >= UNSEEN_CV_TOP3_FLOOR, unseen
 
 
 def test_dev_confident_answers_are_right(dev_cross_validated):
     scores, _ = dev_cross_validated
-    # few confident answers: only an exact message of a cause in the area the report's words point to (16 of 290)
-    assert scores["confident_n"] >= 12
+    # few confident answers: only an exact message of a cause in the area the report's words find likeliest (39 of 487)
+    assert scores["confident_n"] >= 25
     assert scores["confident_right"] >= CONFIDENT_RIGHT_FLOOR
     # the calibration means what it says on reports no phrase was written from (what it is fitted on): a band's
     # held-out answers are right about as often as the band claims
