@@ -52,8 +52,8 @@ RELATIVE_FLOOR = 0.3
 _QUIET_LEVELS = frozenset({"INFO", "DEBUG", "TRACE", "SUCCESS", "NOTICE"})
 #: Programs a report's command lines start with. A command says how the run was launched, not what went wrong: its
 #: words (lmdeploy serve api_server, docker run, --tp) match the entries of serving and launching whatever failed.
-#: On the development part (5-fold held out, 478 reports) leaving command lines out of description matching raised
-#: top-1 from 72.8% to 75.5% (Chinese 62.4% to 66.1%), top-3 unchanged.
+#: On the development part (nested 5-fold cross-validation, 487 reports) leaving command lines out of description
+#: matching raised top-1 from 72.3% to 73.3% (Chinese 60.4% to 64.1%), top-3 unchanged.
 _LAUNCHERS = (
     "python[0-9.]*|torchrun|deepspeed|accelerate|bash|sh|lmdeploy|vllm|sglang|swift|llamafactory-cli|xtuner|ray|"
     "docker|pip[0-9.]*|conda|srun|sbatch|mpirun|kubectl|nohup"
@@ -374,8 +374,9 @@ def described_lines(text: str) -> list[tuple[int, str]]:
         if level in _QUIET_LEVELS or after_frame or code_line or cleaned.startswith("Traceback (most recent"):
             continue
         # A command and its continuation lines say how the run was launched; the variables set before it stay.
-        command = None if in_command or cleaned.lstrip().startswith("--") else _command(cleaned)
-        skipped = in_command or command is not None or cleaned.lstrip().startswith("--")
+        option = cleaned.lstrip().startswith("--")
+        command = None if in_command or option else _command(cleaned)
+        skipped = in_command or option or command is not None
         in_command = skipped and cleaned.rstrip().endswith("\\")
         if command is not None and command["env"].strip():
             out.append((i, command["env"].strip()))

@@ -78,7 +78,7 @@ def _thread(url: str) -> tuple[str, str]:
 
 
 def test_the_test_part_stays_frozen_and_apart():
-    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = _bench().load()
     test = sorted((r for r in rows if r["split"] == "test"), key=lambda r: r["id"])
     digest = hashlib.sha256(json.dumps(test, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
     assert digest == TEST_PART_SHA256, "the frozen test part changed: new reports join the development part"
