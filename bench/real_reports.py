@@ -216,6 +216,12 @@ def calibration_raw(o: Outcome) -> float:
     return wording_raw(o.area_p, o.terms) if o.kind == "wording" else o.confidence
 
 
+#: Which held-out answers make an entry's track record: those to the reports no phrase was written from ("unseen"),
+#: or to every labelled report ("all": an exact message's pattern was written from the message, and the report's
+#: label still says whether its category is the one a maintainer accepts).
+EARNED_FROM = "unseen"
+
+
 def fit_calibration(outcomes: Sequence[Outcome]):
     """From held-out answers of reports no phrase was written from: per evidence kind, and per (kind, area
     agreement) cell, a monotone curve from the first finding's raw confidence (a wording lead: its area
@@ -239,7 +245,13 @@ def fit_calibration(outcomes: Sequence[Outcome]):
         shares[cell] = _shrunk(sum(o.top1 for o in members), len(members), shares[parent])
         blocks = _isotonic([(calibration_raw(o), o.top1) for o in members])
         curves[cell] = (tuple(x for x, _, _ in blocks), tuple(_shrunk(r, n, shares[cell]) for _, r, n in blocks))
-    return Calibration(curves)
+    earned: dict[str, list[int]] = {}
+    for o in honest if EARNED_FROM == "unseen" else outcomes:
+        if o.kind == "exact":
+            record = earned.setdefault(o.ids[0], [0, 0])
+            record[0] += o.top1
+            record[1] += 1
+    return Calibration(curves, {k: (r, n) for k, (r, n) in earned.items()})
 
 
 @contextmanager
@@ -409,7 +421,8 @@ def summarise(outcomes: list[Outcome]) -> dict:
         groups["subset"].setdefault(subset, []).append(o)
         groups["subset"].setdefault(f"{subset}, {lang}", []).append(o)
         if is_unseen(o.report):
-            groups["subset"].setdefault(f"unseen, collected {o.report['collected']}", []).append(o)
+            batch = o.report.get("batch", o.report["collected"])
+            groups["subset"].setdefault(f"unseen, collected {batch}", []).append(o)
         groups["project"].setdefault(o.report["project"], []).append(o)
         for c in o.report["categories"]:
             groups["category"].setdefault(c, []).append(o)

@@ -43,7 +43,7 @@ class Diagnosis(BaseModel):
         ge=0,
         le=1,
         description="How often findings like this were right on held-out real reports, 0-1; 0.8 or more only for "
-        "the exact message of an entry that names its cause",
+        "the exact message of an entry that names its cause and led labelled reports right before",
     )
     title: str
     evidence: list[Evidence]

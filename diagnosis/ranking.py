@@ -322,7 +322,11 @@ def calibrate(
         if kind is not None:
             raw = wording_raw(p, terms) if kind == "wording" else d.confidence
             calibrated = calibration.probability(kind, not area or p >= AGREE_P, raw)
-            strong = kind == "exact" and (not area or (p >= AGREE_P and p >= max(area.values())))
+            strong = (
+                kind == "exact"
+                and (not area or (p >= AGREE_P and p >= max(area.values())))
+                and calibration.has_earned(d.failure_mode_id)
+            )
             d.confidence = round(min(calibrated, ceiling, 1.0 if strong else LEAD_CAP), 2)
         ceiling = d.confidence
 

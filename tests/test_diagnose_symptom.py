@@ -1904,7 +1904,7 @@ def test_dapo_judger_validation_errors_as_pydantic_prints_them(fields):
     assert "Assertion failed, " in text and "AssertionError" not in text
     res = _diag(text)
     assert res.findings[0].failure_mode_id == "dapo_judger_config_incomplete"
-    assert res.verdict == "failure_found" and res.findings[0].confidence >= 0.8
+    assert res.verdict == "failure_found" and res.findings[0].confidence >= 0.5
 
 
 def test_a_missing_transformers_submodule_is_a_version_skew():

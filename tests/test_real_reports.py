@@ -24,27 +24,27 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus" / "reports.jsonl"
 
 #: Development part, nested 5-fold cross-validated on the reduced grid below (README: measured figures). 2026-12-04,
-#: 487 reports: top-1 74.3%, top-3 87.9%, Chinese top-1 64.6%. (The 290 reports of before score as they did, 81.7% /
-#: 92.1% against 81.4% / 92.8%; the 197 reports collected on 2026-12-04, from more repositories, are harder.)
-DEV_CV_TOP1_FLOOR = 0.71
+#: second round, 687 reports: top-1 68.6%, top-3 87.6%, Chinese top-1 56.7%. (The 200 reports of the second round,
+#: from 61 repositories and 99 in Chinese, are harder; the round before, 487 reports: 74.3% / 87.9%, Chinese 64.6%.)
+DEV_CV_TOP1_FLOOR = 0.66
 DEV_CV_TOP3_FLOOR = 0.85
-DEV_CV_ZH_TOP1_FLOOR = 0.60
-#: The development reports no phrase was written from (collected since 2026-12-03: 270), same cross-validation:
-#: top-1 66.3%, top-3 82.6%.
-UNSEEN_CV_MIN_REPORTS = 250
-UNSEEN_CV_TOP1_FLOOR = 0.62
-UNSEEN_CV_TOP3_FLOOR = 0.79
+DEV_CV_ZH_TOP1_FLOOR = 0.54
+#: The development reports no phrase was written from (collected since 2026-12-03: 470), same cross-validation:
+#: top-1 60.9%, top-3 84.7%.
+UNSEEN_CV_MIN_REPORTS = 450
+UNSEEN_CV_TOP1_FLOOR = 0.58
+UNSEEN_CV_TOP3_FLOOR = 0.82
 #: Frozen test part, scored once per change set. 2026-12-03 round 2: top-1 66.9%, top-3 83.8%, Chinese top-1 63.1%
 #: against English 69.7%, confident answers 12 of 19 right; round 3 (catalog-taught area model, two-signal confidence):
-#: top-1 68.8%, top-3 83.8%, Chinese 64.6% against English 71.9%, confident answers 9 of 13 right; 2026-12-04 (area
-#: model from 487 reports, launch commands left out of description matching, confidence >= 0.8 only where the area
-#: model finds the message's category likeliest): top-1 68.2%, top-3 87.7%, Chinese 63.1% against English 71.9%,
-#: confident answers 8 of 13 right. The floors hold that level; the issue's acceptance (top-3 >= 90%, top-1 >= 70%,
-#: Chinese within 5 points, >= 90% of confident answers right) is NOT met yet.
-TEST_TOP3_FLOOR = 0.85
-TEST_TOP1_FLOOR = 0.65
-TEST_ZH_TOP1_GAP = 0.10
-TEST_CONFIDENT_RIGHT_FLOOR = 0.55
+#: top-1 68.8%, top-3 83.8%, confident 9 of 13 right; 2026-12-04 (area model from 487 reports, launch commands left
+#: out of description matching): top-1 68.2%, top-3 87.7%, Chinese 63.1% against English 71.9%, confident 8 of 13
+#: right; 2026-12-04 second round (area model from 687 reports, confidence >= 0.8 only for an entry with a track record
+#: of exact-message leads): top-1 70.8%, top-3 90.9%, Chinese 67.7% against English 73.0% (5.3 points), confident 2
+#: of 2 right. The floors hold that level; of the issue's acceptance the Chinese gap (within 5 points) is not met yet.
+TEST_TOP3_FLOOR = 0.88
+TEST_TOP1_FLOOR = 0.68
+TEST_ZH_TOP1_GAP = 0.08
+TEST_CONFIDENT_RIGHT_FLOOR = 0.90
 TEST_MIN_REPORTS = 100
 #: Among first findings given with confidence >= 0.8, at least this share is right (any part).
 CONFIDENT_RIGHT_FLOOR = 0.90
@@ -117,8 +117,9 @@ def test_dev_reports_no_phrase_was_written_from_meet_the_floor(dev_cross_validat
 
 def test_dev_confident_answers_are_right(dev_cross_validated):
     scores, _ = dev_cross_validated
-    # few confident answers: only an exact message of a cause in the area the report's words find likeliest (39 of 487)
-    assert scores["confident_n"] >= 25
+    # few confident answers: only the exact message of a cause with a track record on held-out reports, in the area
+    # the report's words find likeliest (12 of 687, all right)
+    assert scores["confident_n"] >= 8
     assert scores["confident_right"] >= CONFIDENT_RIGHT_FLOOR
     # the calibration means what it says on reports no phrase was written from (what it is fitted on): a band's
     # held-out answers are right about as often as the band claims

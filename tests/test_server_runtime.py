@@ -87,8 +87,9 @@ async def test_a_call_past_its_deadline_answers_and_its_work_stops(tmp_path, mod
         elapsed = time.monotonic() - t0
         assert _error(result)["code"] == "deadline_exceeded"
         assert "--call-timeout" in _error(result)["fix"]
-        assert elapsed < 5, elapsed
-        await _wait_until(lambda: probe.ended == ["stopped"])  # the engine saw its limits cancelled
+        # the tool would wait 60 s: an answer well before that is the deadline's (slack for a loaded CI machine)
+        assert elapsed < 15, elapsed
+        await _wait_until(lambda: probe.ended == ["stopped"], timeout=20)  # the engine saw its limits cancelled
 
 
 async def test_a_session_over_its_limit_is_told_busy_and_others_still_run(tmp_path):
