@@ -320,7 +320,7 @@ METHOD = (
     f"catalog entry's {'/'.join(CATALOG_FIELDS)} one more labelled report of its category; "
     f"calibration: isotonic per evidence kind and area agreement on the 5-fold held-out answers to the reports "
     f"collected since {UNSEEN_SINCE} (prior {CALIBRATION_PRIOR:g}, points of at least {MIN_BLOCK} reports, linear "
-    f"between them)"
+    f"between them); track record of exact-message leads from the held-out answers to {EARNED_FROM} reports"
 )
 
 

@@ -192,7 +192,8 @@ EVIDENCE_TERMS = 20
 #: exact message the report's words point elsewhere from (the area a maintainer files it under may be another: an
 #: unknown architecture fixed by upgrading is a missing version) stays below this, however often such leads were right
 #: on held-out reports (a confidence of 0.8 or more is meant to be right at least nine times in ten, and two signals
-#: that agree are what held on fresh reports).
+#: that agree are what held on fresh reports). An exact message also needs its entry's track record on labelled reports
+#: (``Calibration.has_earned``): the message may be right while the area a maintainer files it under is another.
 LEAD_CAP = 0.75
 
 #: Asked about when nothing matched at all: the causes real reports name most often.

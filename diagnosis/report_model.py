@@ -128,7 +128,7 @@ class ReportModel:
             return [round(x, PRECISION) for x in xs]
 
         data: dict[str, Any] = {
-            "version": 1,
+            "version": 2,
             "method": self.method,
             "reports": self.reports,
             "categories": list(self.areas.categories),
@@ -160,10 +160,19 @@ class ReportModel:
             if cal is None
             else Calibration(
                 {k: (tuple(float(x) for x in v["raw"]), tuple(float(x) for x in v["right"])) for k, v in cal.items()},
-                {str(k): (int(v[0]), int(v[1])) for k, v in (data.get("earned") or {}).items()},
+                _track_record(data.get("earned")),
             )
         )
         return cls(areas, calibration, int(data["reports"]), str(data["method"]))
+
+
+def _track_record(data: Any) -> dict[str, tuple[int, int]]:
+    """The earned table of a model file ({} for a file written before it existed: no entry reaches 0.8)."""
+    record = {str(k): (int(v[0]), int(v[1])) for k, v in (data or {}).items()}
+    wrong = sorted(k for k, (right, led) in record.items() if not 0 <= right <= led)
+    if wrong:
+        raise ValueError(f"a track record needs 0 <= right <= led: {wrong}")
+    return record
 
 
 @lru_cache(maxsize=1)

@@ -51,6 +51,7 @@ def test_the_shipped_model_equals_a_rebuild_from_the_development_part(bench):
     for cell, steps in shipped["calibration"].items():
         assert steps["raw"] == pytest.approx(rebuilt["calibration"][cell]["raw"], abs=1e-3), cell
         assert steps["right"] == pytest.approx(rebuilt["calibration"][cell]["right"], abs=1e-3), cell
+    assert shipped["earned"] == rebuilt["earned"]  # whole counts: they decide which answers may reach 0.8
 
 
 def test_the_table_holds_terms_of_several_reports_only(bench):
@@ -148,6 +149,23 @@ def test_the_shipped_track_record_is_of_exact_messages_of_catalog_entries():
     catalog = load_catalog()
     for entry_id, (right, led) in model.calibration.earned.items():
         assert entry_id in catalog.by_id and 0 <= right <= led
+        fm = catalog.by_id[entry_id]
+        assert fm.specificity >= 4 and not fm.consequence, entry_id  # an entry whose message can be an exact lead
+
+
+def test_a_model_file_round_trips_and_an_old_one_has_no_record():
+    model = shipped_model()
+    assert model is not None and model.calibration is not None
+    again = ReportModel.from_json(model.to_json())
+    assert again.calibration is not None and again.calibration.earned == model.calibration.earned
+    old = json.loads(model.to_json())
+    del old["earned"]
+    older = ReportModel.from_json(json.dumps(old))
+    assert older.calibration is not None and older.calibration.earned == {}  # no record: nothing reaches 0.8
+    bad = json.loads(model.to_json())
+    bad["earned"] = {"ray_not_running": [3, 2]}
+    with pytest.raises(ValueError, match="track record"):
+        ReportModel.from_json(json.dumps(bad))
 
 
 def test_an_exact_message_the_area_model_points_away_from_stays_below_the_band():

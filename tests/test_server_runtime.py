@@ -12,9 +12,9 @@ import anyio
 import pytest
 from mcp import Client
 from pydantic import BaseModel, Field
-from xtuner_rl_mcp.core import PathPolicy, ToolResult, ToolSpec
+from xtuner_rl_mcp.core import CallLimits, PathPolicy, ToolResult, ToolSpec
 from xtuner_rl_mcp.server.app import build_server
-from xtuner_rl_mcp.server.runtime import ServerLimits
+from xtuner_rl_mcp.server.runtime import CallGate, DeadlineExceeded, ServerLimits
 
 pytestmark = pytest.mark.anyio
 
@@ -156,3 +156,26 @@ async def test_a_cancelled_call_cancels_its_work(tmp_path, mode):
             await _wait_until(lambda: probe.running == 1)
             tg.cancel_scope.cancel()
         await _wait_until(lambda: probe.ended == ["stopped"])
+
+
+class _LateTimer(CallLimits):
+    """Limits whose timer fires 5 s late, as on a loaded machine; the deadline itself is as set (a stand-in for the
+    event loop's lateness, which cannot be produced on demand)."""
+
+    def remaining(self, cap: float | None = None) -> float:
+        return super().remaining(cap) + 5.0
+
+
+async def test_work_that_returns_after_its_deadline_still_answers_deadline_exceeded():
+    gate = CallGate(ServerLimits())
+    limits = _LateTimer(deadline=time.monotonic() + 0.3)
+
+    def work() -> str:
+        while not limits.expired():
+            time.sleep(0.01)
+        return "stopped"  # the work noticed the deadline and returned before the timer fired
+
+    with pytest.raises(DeadlineExceeded):
+        await gate.run_blocking(work, limits)
+    assert limits.cancelled.is_set()
+    assert await gate.run_blocking(lambda: "done", CallLimits.within(5.0)) == "done"
