@@ -424,8 +424,8 @@ def _alive(pid: int) -> bool:
 class _Call:
     """A tool run on a thread with its own limits; ``cancel_when`` cancels it once ``started`` is true."""
 
-    def __init__(self, run: Any, params: Any, root: Path) -> None:
-        self.limits = CallLimits()
+    def __init__(self, run: Any, params: Any, root: Path, limits: CallLimits | None = None) -> None:
+        self.limits = limits or CallLimits()
         self.progressed = threading.Event()
         self.ctx = RunContext(paths=PathPolicy.from_strings([root]), limits=self.limits, progress=self._progress)
         self.error: BaseException | None = None
@@ -456,6 +456,16 @@ class _Call:
         self.thread.join(10)
         assert not self.thread.is_alive()
         return time.monotonic() - t0
+
+
+class _CountingLimits(CallLimits):
+    """Call limits that count how often the work looked at them (once a block in a scan): where the work is."""
+
+    checks = 0
+
+    def check(self) -> None:
+        self.checks += 1
+        super().check()
 
 
 def _stopped_before_the_end(call: _Call) -> bool:
@@ -494,9 +504,10 @@ def test_cancelled_check_kills_its_worker_processes_at_once(tmp_path):
 
 def test_cancelled_in_process_check_stops_within_a_block(tmp_path):
     _failing_data(tmp_path / "mid.jsonl", 6 << 20)  # under the parallel threshold: scanned in this process
-    call = _Call(check_reward_data.run, check_reward_data.Params(path="mid.jsonl"), tmp_path)
-    start = time.monotonic()
-    call.cancel_after(lambda: time.monotonic() - start > 0.5)
+    limits = _CountingLimits()
+    call = _Call(check_reward_data.run, check_reward_data.Params(path="mid.jsonl"), tmp_path, limits)
+    # cancel once the scan is two blocks in (a fixed wait raced a fast, idle machine: the scan had ended)
+    call.cancel_after(lambda: limits.checks >= 2)
     assert isinstance(call.error, CallCancelled), call.error
     assert _stopped_before_the_end(call), call.reports[-3:]
     assert _worker_pids() == set()
