@@ -216,12 +216,6 @@ def calibration_raw(o: Outcome) -> float:
     return wording_raw(o.area_p, o.terms) if o.kind == "wording" else o.confidence
 
 
-#: Which held-out answers make an entry's track record: those to the reports no phrase was written from ("unseen"),
-#: or to every labelled report ("all": an exact message's pattern was written from the message, and the report's
-#: label still says whether its category is the one a maintainer accepts).
-EARNED_FROM = "unseen"
-
-
 def fit_calibration(outcomes: Sequence[Outcome]):
     """From held-out answers of reports no phrase was written from: per evidence kind, and per (kind, area
     agreement) cell, a monotone curve from the first finding's raw confidence (a wording lead: its area
@@ -245,13 +239,10 @@ def fit_calibration(outcomes: Sequence[Outcome]):
         shares[cell] = _shrunk(sum(o.top1 for o in members), len(members), shares[parent])
         blocks = _isotonic([(calibration_raw(o), o.top1) for o in members])
         curves[cell] = (tuple(x for x, _, _ in blocks), tuple(_shrunk(r, n, shares[cell]) for _, r, n in blocks))
-    earned: dict[str, list[int]] = {}
-    for o in honest if EARNED_FROM == "unseen" else outcomes:
-        if o.kind == "exact":
-            record = earned.setdefault(o.ids[0], [0, 0])
-            record[0] += o.top1
-            record[1] += 1
-    return Calibration(curves, {k: (r, n) for k, (r, n) in earned.items()})
+    # each entry's track record as an exact-message lead: (right, led), on the same honest answers
+    led = Counter(o.ids[0] for o in honest if o.kind == "exact")
+    right = Counter(o.ids[0] for o in honest if o.kind == "exact" and o.top1)
+    return Calibration(curves, {entry: (right[entry], n) for entry, n in led.items()})
 
 
 @contextmanager
@@ -320,7 +311,7 @@ METHOD = (
     f"catalog entry's {'/'.join(CATALOG_FIELDS)} one more labelled report of its category; "
     f"calibration: isotonic per evidence kind and area agreement on the 5-fold held-out answers to the reports "
     f"collected since {UNSEEN_SINCE} (prior {CALIBRATION_PRIOR:g}, points of at least {MIN_BLOCK} reports, linear "
-    f"between them); track record of exact-message leads from the held-out answers to {EARNED_FROM} reports"
+    f"between them); track record of exact-message leads from the same held-out answers"
 )
 
 

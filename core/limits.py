@@ -34,14 +34,17 @@ class CallLimits:
             left = min(left, cap)
         return left if left != float("inf") else 86400.0
 
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
     def expired(self) -> bool:
-        return self.cancelled.is_set() or (self.deadline is not None and time.monotonic() >= self.deadline)
+        return self.cancelled.is_set() or self.past_deadline()
 
     def check(self) -> None:
         """Raise :class:`CallCancelled` when the call was cancelled or is past its deadline."""
         if self.cancelled.is_set():
             raise CallCancelled("cancelled")
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        if self.past_deadline():
             raise CallCancelled("deadline")
 
     def cancel(self) -> None:

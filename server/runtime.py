@@ -13,7 +13,6 @@ calls that ignore their deadline cannot grow the process without bound.
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -119,7 +118,7 @@ class CallGate:
                 state["skipped"] = state["skipped"] or not state["started"]
         if state["skipped"]:
             raise Busy(f"the server is finishing {self.live_threads} running or abandoned calls; retry shortly")
-        if limits.deadline is not None and time.monotonic() >= limits.deadline:
+        if limits.past_deadline():
             # the work saw its deadline pass and returned before the timer fired (a loaded machine): the answer is
             # still the deadline's, as the call was promised
             limits.cancel()

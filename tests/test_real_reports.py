@@ -4,8 +4,8 @@ Two parts. The development part (split="dev") is what method choices, catalog ph
 were made with; its floors are on nested 5-fold cross-validated figures (ranking constants chosen, the area model
 refitted and the calibration fitted without the fold that is scored), for all of it and for the reports collected
 since 2026-12-03 that no phrase was written from, so they measure the method, not the fit. The test part
-(split="test") is frozen and never read while tuning; its floors are set by whoever scores it, below the measured
-figures (the constants below, with the figures they were set from and the issue's acceptance). Floors sit below the measured figures (`python bench/real_reports.py --split dev
+(split="test") is frozen and never read while tuning; its floors are set by whoever scores it (the constants
+below, with the figures they were set from and the issue's acceptance). Floors sit below the measured figures (`python bench/real_reports.py --split dev
 --cv`) so that noise does not flake them, and high enough that losing the area model, retrieval, the phrases or
 the Chinese segmentation fails them.
 """
