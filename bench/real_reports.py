@@ -187,26 +187,38 @@ def fit_areas(labelled: Sequence[tuple[Sequence[str], Sequence[str]]]):
     return AreaModel(categories, tuple(b.tolist()), {t: tuple(w[j].tolist()) for t, j in column.items()})
 
 
-def _isotonic(points: list[tuple[float, bool]]) -> list[tuple[float, int, int]]:
-    """Pool-adjacent-violators over (raw, right): blocks of (mean raw, right, count) with non-decreasing shares,
-    each of at least MIN_BLOCK reports (a smaller one joins its neighbour)."""
+def _shrunk(right: float, n: float, towards: float) -> float:
+    return (right + CALIBRATION_PRIOR * towards) / (n + CALIBRATION_PRIOR)
+
+
+def _isotonic(points: list[tuple[float, bool]], towards: float) -> list[tuple[float, int, int]]:
+    """Pool-adjacent-violators over (raw, right): blocks of (mean raw, right, count), each of at least MIN_BLOCK
+    reports (a smaller one joins its neighbour), whose shares pulled towards ``towards`` (``_shrunk``) never decrease."""
+
+    def share(block: list[float]) -> float:
+        return _shrunk(block[1], block[2], towards)
+
+    def pool(i: int) -> None:
+        blocks[i : i + 2] = [[a + b for a, b in zip(blocks[i], blocks[i + 1], strict=True)]]
+
     blocks: list[list[float]] = []  # [sum of raw, right, count]
     for raw, group in itertools.groupby(sorted(points), key=lambda p: p[0]):
         rights = [r for _, r in group]
         blocks.append([raw * len(rights), float(sum(rights)), float(len(rights))])
         while len(blocks) > 1 and blocks[-2][1] / blocks[-2][2] >= blocks[-1][1] / blocks[-1][2]:
-            last = blocks.pop()
-            blocks[-1] = [a + b for a, b in zip(blocks[-1], last, strict=True)]
+            pool(len(blocks) - 2)
     while len(blocks) > 1 and min(b[2] for b in blocks) < MIN_BLOCK:
         i = min(range(len(blocks)), key=lambda j: (blocks[j][2], j))
-        j = i - 1 if i > 0 else i + 1
-        lo, hi = min(i, j), max(i, j)
-        blocks[lo : hi + 1] = [[a + b for a, b in zip(blocks[lo], blocks[hi], strict=True)]]
+        pool(i - 1 if i > 0 else i)
+    # The pull is stronger on a smaller block, which can put two monotone neighbours out of order: pool them too.
+    i = 0
+    while i < len(blocks) - 1:
+        if share(blocks[i]) >= share(blocks[i + 1]):
+            pool(i)
+            i = max(i - 1, 0)
+        else:
+            i += 1
     return [(total / n, int(r), int(n)) for total, r, n in blocks]
-
-
-def _shrunk(right: float, n: float, towards: float) -> float:
-    return (right + CALIBRATION_PRIOR * towards) / (n + CALIBRATION_PRIOR)
 
 
 def calibration_raw(o: Outcome) -> float:
@@ -237,7 +249,7 @@ def fit_calibration(outcomes: Sequence[Outcome]):
     for cell in sorted(groups, key=lambda c: ("/" in c, c)):  # kinds before their cells
         parent, members = groups[cell]
         shares[cell] = _shrunk(sum(o.top1 for o in members), len(members), shares[parent])
-        blocks = _isotonic([(calibration_raw(o), o.top1) for o in members])
+        blocks = _isotonic([(calibration_raw(o), o.top1) for o in members], shares[cell])
         curves[cell] = (tuple(x for x, _, _ in blocks), tuple(_shrunk(r, n, shares[cell]) for _, r, n in blocks))
     # each entry's track record as an exact-message lead: (right, led), on the same honest answers
     led = Counter(o.ids[0] for o in honest if o.kind == "exact")

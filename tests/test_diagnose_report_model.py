@@ -71,6 +71,19 @@ def test_the_table_holds_terms_of_several_reports_only(bench):
     assert max(len(t) for t in model.areas.weights) <= 40
 
 
+def test_calibration_steps_stay_monotone_after_the_pull_towards_their_cell(bench):
+    """A small step below its cell's share is pulled up further than a larger step above it: the two are pooled
+    (8 answers at raw 0.1 with 2 right would read 0.345 and 40 at raw 0.2 with 12 right 0.321, towards 0.6)."""
+    points = [(0.1, i < 2) for i in range(8)] + [(0.2, i < 12) for i in range(40)]
+    blocks = bench._isotonic(points, 0.6)
+    shares = [bench._shrunk(right, n, 0.6) for _, right, n in blocks]
+    assert shares == sorted(shares) and len(set(shares)) == len(shares)
+    assert [(right, n) for _, right, n in blocks] == [(14, 48)]
+    # steps that stay in order once pulled are kept apart
+    apart = bench._isotonic([(0.1, i < 2) for i in range(20)] + [(0.9, i < 18) for i in range(20)], 0.5)
+    assert [(right, n) for _, right, n in apart] == [(2, 20), (18, 20)]
+
+
 def test_calibration_curves_are_monotone_and_complete():
     model = shipped_model()
     assert model is not None and model.calibration is not None
