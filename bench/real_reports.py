@@ -188,6 +188,7 @@ def fit_areas(labelled: Sequence[tuple[Sequence[str], Sequence[str]]]):
 
 
 def _shrunk(right: float, n: float, towards: float) -> float:
+    """The share right of ``n`` answers, with CALIBRATION_PRIOR pseudo-answers at ``towards`` added."""
     return (right + CALIBRATION_PRIOR * towards) / (n + CALIBRATION_PRIOR)
 
 
