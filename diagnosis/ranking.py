@@ -7,11 +7,18 @@ import math
 from typing import Any, Literal
 
 from ..knowledge.catalog import get_failure_mode
-from .descriptions import DescriptionMatch, area_leads, rank_descriptions, report_terms, reports_trouble
+from .descriptions import (
+    DescriptionMatch,
+    area_leads,
+    rank_descriptions,
+    report_language,
+    report_terms,
+    reports_trouble,
+)
 from .descriptions import confidence as desc_confidence
 from .log_scanner import _KIND_RANK, EntryState, Scanner
 from .models import Diagnosis, Evidence, MatchKind, ToolCall
-from .report_model import AGREE_P, Calibration, EvidenceKind, active_model
+from .report_model import AGREE_P, Calibration, EvidenceKind, Language, active_model
 from .report_values import message_fixes, recovery_lines
 
 
@@ -311,18 +318,23 @@ def wording_raw(area_p: float, terms: int) -> float:
 
 
 def calibrate(
-    catalog: Any, ranked: list[Diagnosis], area: dict[str, float], terms: int, calibration: Calibration
+    catalog: Any,
+    ranked: list[Diagnosis],
+    area: dict[str, float],
+    terms: int,
+    language: Language,
+    calibration: Calibration,
 ) -> None:
-    """Replace raw confidences with how often findings like them were right on held-out reports (a message by its
-    raw confidence, a wording lead by ``wording_raw``); a finding never shows more confidence than one ranked above
-    it."""
+    """Replace raw confidences with how often findings like them were right on held-out reports in the report's
+    language (a message by its raw confidence, a wording lead by ``wording_raw``); a finding never shows more
+    confidence than one ranked above it."""
     ceiling = 1.0
     for d in ranked:
         kind = evidence_kind(catalog, d)
         p = area.get(d.category, 0.0)
         if kind is not None:
             raw = wording_raw(p, terms) if kind == "wording" else d.confidence
-            calibrated = calibration.probability(kind, not area or p >= AGREE_P, raw)
+            calibrated = calibration.probability(kind, not area or p >= AGREE_P, raw, language)
             strong = (
                 kind == "exact"
                 and (not area or (p >= AGREE_P and p >= max(area.values())))
@@ -353,7 +365,8 @@ def rank_findings(
     ranked = with_descriptions(catalog, signature, matches, values, from_log, area)
     model = active_model()
     if model is not None and model.calibration is not None:
-        calibrate(catalog, ranked, area, len(report_terms(described)), model.calibration)
+        evidence = len(report_terms(described, dictionary=False))
+        calibrate(catalog, ranked, area, evidence, report_language(described), model.calibration)
     return ranked
 
 

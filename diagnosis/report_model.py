@@ -4,14 +4,15 @@ Two tables, learned from the development part of the real-report corpus by ``ben
 and shipped as ``references/report_model.json`` (a test checks that the file equals a rebuild):
 
 - **Areas.** A softmax (multinomial logistic) regression from the distinct terms of a report
-  (``descriptions.report_terms``: Snowball stems, jieba words, the glossary English of Chinese runs) to the
+  (``descriptions.report_terms``: Snowball stems, jieba words, the English of Chinese runs) to the
   catalog categories, kept as a bias per category and a weight row per term. Each catalog entry (title, phrases,
   examples, cause) is one more labelled report of its category, so the model knows the catalog's words, English and
   Chinese, that no training report used. Only terms seen in at least two of these reports enter it: the table holds
   no single report's text, and scoring a report is a sum of rows and a softmax.
 - **Calibration.** How often the first finding was right on held-out reports, by the kind of evidence behind it
   (an exact message of a specific entry, a generic symptom line, or wording only), whether the area model agreed,
-  and its raw confidence: a step function per cell, so that a reported 0.8 means right about four times in five.
+  the report's language (the same evidence is right more often in an English report) and its raw confidence: a
+  step function per cell, so that a reported 0.8 means right about four times in five.
   Only an exact message of a cause in the category the area model finds likeliest may reach 0.8 (``ranking.LEAD_CAP``),
   and only for an entry whose exact message led held-out reports to the right category before (``earned``).
 
@@ -39,6 +40,7 @@ PRECISION = 4
 AGREE_P = 0.25
 
 EvidenceKind = Literal["exact", "symptom", "wording"]
+Language = Literal["en", "zh"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,8 @@ EARNED_MIN_SHARE = 0.9
 @dataclass(frozen=True)
 class Calibration:
     """Monotone curves from raw confidence to the share right: per (evidence kind, area agreement) cell, per kind,
-    and for all answers ("all"). Each curve is a tuple of raw values (the mean raw confidence of one step of an
+    and for all answers ("all"); each kind and cell also per language of the report ("wording@zh"), since the same
+    raw confidence is right more often for an English report than for a Chinese one. Each curve is a tuple of raw values (the mean raw confidence of one step of an
     isotonic fit) and the share right at each; between them the curve is linear, beyond them flat.
 
     ``earned`` is each entry's track record as an exact-message lead on held-out reports no phrase was written from:
@@ -96,9 +99,15 @@ class Calibration:
     def cell(kind: EvidenceKind, agrees: bool) -> str:
         return f"{kind}/{'agrees' if agrees else 'disagrees'}"
 
-    def probability(self, kind: EvidenceKind, agrees: bool, raw: float) -> float:
+    @staticmethod
+    def in_language(cell: str, language: Language) -> str:
+        return f"{cell}@{language}"
+
+    def probability(self, kind: EvidenceKind, agrees: bool, raw: float, language: Language | None = None) -> float:
         """The calibrated confidence of a raw one, from the most specific curve that was fitted."""
-        for key in (self.cell(kind, agrees), kind, self.ALL):
+        cell = self.cell(kind, agrees)
+        mine = (self.in_language(cell, language), cell, self.in_language(kind, language)) if language else (cell,)
+        for key in (*mine, kind, self.ALL):
             curve = self.cells.get(key)
             if curve is not None:
                 return _interpolate(curve, raw)

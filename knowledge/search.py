@@ -21,12 +21,14 @@ Identifiers are indexed whole and by their parts; ``knowledge.text.stem`` folds 
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import math
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -34,7 +36,7 @@ from typing import NamedTuple
 
 from . import catalog, docs
 from .passages import Passage, catalog_passages, shown_text, snippet_text, split_markdown
-from .text import CJK_RUNS, contains_phrase, is_cjk, normalise, stem
+from .text import CJK_RUNS, chinese_words, contains_phrase, is_cjk, is_function_word, normalise, stem
 from .text import terms as bag_terms
 
 if sys.version_info >= (3, 11):
@@ -211,6 +213,56 @@ def translate_cjk(run: str) -> tuple[str, ...]:
         else:
             i += 1
     return tuple(out)
+
+
+#: English of the Chinese words the glossary lacks: the slice of CC-CEDICT the ranking can use, derived with the
+#: report model (``bench/real_reports.py --build-model``; CC BY-SA 4.0, attribution in the file).
+DICTIONARY_FILE = "dictionary_zh.json"
+
+_DICTIONARY_OVERRIDE: list[Mapping[str, str]] = []
+
+
+@lru_cache(maxsize=1)
+def shipped_dictionary() -> dict[str, str]:
+    """Chinese word -> English words, from ``references/dictionary_zh.json`` (empty if it cannot be read)."""
+    try:
+        raw = resources.files(_REFERENCES_PACKAGE).joinpath(DICTIONARY_FILE).read_text(encoding="utf-8")
+        words = json.loads(raw)["words"]
+    except (OSError, ValueError, KeyError, TypeError):  # JSONDecodeError is a ValueError
+        log.warning("dictionary %s unreadable; Chinese words outside the glossary bring no English", DICTIONARY_FILE)
+        return {}
+    return {str(k): str(v) for k, v in words.items()} if isinstance(words, dict) else {}
+
+
+@contextmanager
+def using_dictionary(table: Mapping[str, str]) -> Iterator[None]:
+    """Look Chinese words up in ``table`` for the duration (the report model's build uses the whole dictionary)."""
+    _DICTIONARY_OVERRIDE.append(table)
+    try:
+        yield
+    finally:
+        _DICTIONARY_OVERRIDE.pop()
+
+
+def dictionary_english(word: str) -> str:
+    """The English a Chinese word brings from CC-CEDICT: its first plain sense ('' when the word is not there).
+    截图 -> "screenshot"."""
+    table = _DICTIONARY_OVERRIDE[-1] if _DICTIONARY_OVERRIDE else shipped_dictionary()
+    return table.get(word, "")
+
+
+def cjk_english(run: str, dictionary: bool = True) -> tuple[str, ...]:
+    """English of one CJK run: its glossary terms (``translate_cjk``), then, for each word of the run the glossary does
+    not hold (function words aside), its first sense in CC-CEDICT (``dictionary`` off: the glossary's only). The
+    glossary speaks the catalog's language; the dictionary lends the rest of a Chinese report the words an English
+    report would have used."""
+    if not dictionary:
+        return translate_cjk(run)
+    table = glossary()
+    general = (
+        dictionary_english(w) for w in chinese_words(run) if len(w) > 1 and w not in table and not is_function_word(w)
+    )
+    return (*translate_cjk(run), *(e for e in general if e))
 
 
 def expand_query(text: str) -> str:

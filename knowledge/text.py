@@ -97,8 +97,14 @@ def contains_phrase(normalised_text: str, normalised_phrase: str) -> bool:
 _ZH_FUNCTION_WORDS = frozenset(
     "的 了 是 在 我 也 就 都 和 与 或 但 一个 这个 那个 什么 怎么 为什么 如何 吗 呢 啊 吧 请问 谢谢 大佬 各位 求助 有 没 不 会 能 要 "
     "用 使用 时候 之后 然后 出现 一直 还是 已经 可以 可能 应该 这样 一下 如下 以下 下面 上面 发现 进行 显示 自己 我们 你们 他们 里面 "
-    "情况 现象 这里 那里 这么 那么 怎样 是否 还有 就是 但是 因为 所以 如果 或者 以及 并且".split()
+    "情况 现象 这里 那里 这么 那么 怎样 是否 还有 就是 但是 因为 所以 如果 或者 以及 并且 怎么办 怎么回事 为啥 有没有 一样 "
+    "您好 你好 麻烦 感谢 谢谢您".split()
 )
+
+
+def is_function_word(word: str) -> bool:
+    """A Chinese word that carries no meaning of its own (a particle, a pronoun, the filler of a question)."""
+    return word in _ZH_FUNCTION_WORDS
 
 
 @lru_cache(maxsize=1)
@@ -108,6 +114,18 @@ def _segmenters() -> tuple[Callable[[str], str], Callable[[str], list[str]]]:
     import Stemmer
 
     return Stemmer.Stemmer("english").stemWord, rjieba.cut_for_search
+
+
+@lru_cache(maxsize=1)
+def _word_cutter() -> Callable[[str], list[str]]:
+    import rjieba
+
+    return rjieba.cut
+
+
+def chinese_words(run: str) -> list[str]:
+    """The words of a Chinese run, each once in the run's order (jieba's precise mode: 健康检查 stays one word)."""
+    return list(dict.fromkeys(_word_cutter()(run)))
 
 
 def retrieval_terms(text: str) -> list[str]:

