@@ -278,11 +278,11 @@ def retrieval_scores(
         return {}
     # One shared word is no lead (division/divisible share a stem; a report may name one rare thing in passing):
     # an entry needs two telling words of the report, besides words that only say something is wrong.
-    telling = [t for t in query if t not in idx.trouble]
+    telling = set(query) - idx.trouble
     return {
         fm_id: float(v)
         for fm_id, v in zip(idx.ids, total.tolist(), strict=True)
-        if v > 0 and sum(t in idx.entry_terms[fm_id] for t in telling) >= min_shared
+        if v > 0 and len(telling.intersection(idx.entry_terms[fm_id])) >= min_shared
     }
 
 

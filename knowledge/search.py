@@ -258,11 +258,21 @@ def cjk_english(run: str, dictionary: bool = True) -> tuple[str, ...]:
     report would have used."""
     if not dictionary:
         return translate_cjk(run)
+    if _DICTIONARY_OVERRIDE:
+        return _with_dictionary(run)
+    return _with_shipped_dictionary(run)
+
+
+def _with_dictionary(run: str) -> tuple[str, ...]:
     table = glossary()
     general = (
         dictionary_english(w) for w in chinese_words(run) if len(w) > 1 and w not in table and not is_function_word(w)
     )
     return (*translate_cjk(run), *(e for e in general if e))
+
+
+#: A report's runs are read several times per ranking (area model, retrieval, leads), and pasted logs repeat them.
+_with_shipped_dictionary = lru_cache(maxsize=4096)(_with_dictionary)
 
 
 def expand_query(text: str) -> str:
