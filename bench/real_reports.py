@@ -659,7 +659,9 @@ def main(argv: list[str] | None = None) -> int:
         + (" (catalog only: no area model)" if args.catalog_only else ""),
         "test": "test part (frozen, never tuned on)",
     }
-    print(f"First call in this process (catalog, indexes, report model, segmenters, dictionary): {first_call_ms:.0f} ms\n")
+    print(
+        f"First call in this process (catalog, indexes, report model, segmenters, dictionary): {first_call_ms:.0f} ms\n"
+    )
     for key, s in results.items():
         if key not in names:
             continue
