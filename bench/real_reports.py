@@ -178,9 +178,9 @@ def with_whole_dictionary(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def dictionary_slice(model) -> dict[str, str]:
-    """The Chinese words of the whole dictionary whose English the ranking can use: each reduced to the English words with a
-    term the report model or the catalog's retrieval index knows (a term neither knows changes no score, so the
-    ranking ranks the same with the slice as with the whole dictionary)."""
+    """The Chinese words of the whole dictionary whose English the ranking can use: each reduced to the English words
+    with a term the report model or the catalog's retrieval index knows (a term neither knows changes no score, so
+    the ranking ranks the same with the slice as with the whole dictionary)."""
     from xtuner_rl_mcp.diagnosis.descriptions import generic_terms, retrieval_index
     from xtuner_rl_mcp.knowledge.catalog import load_catalog
     from xtuner_rl_mcp.knowledge.text import is_cjk, retrieval_terms
@@ -422,7 +422,8 @@ def held_out(
 METHOD = (
     f"softmax regression over distinct report terms (min_df={MIN_DF}, l2={L2}, {STEPS} gradient steps), each "
     f"catalog entry's {'/'.join(CATALOG_FIELDS)} one more labelled report of its category; "
-    f"calibration: isotonic per evidence kind, area agreement and report language on the 5-fold held-out answers to the reports "
+    f"calibration: isotonic per evidence kind, area agreement and report language on the 5-fold held-out answers "
+    f"to the reports "
     f"collected since {UNSEEN_SINCE} (prior {CALIBRATION_PRIOR:g}, points of at least {MIN_BLOCK} reports, linear "
     f"between them); track record of exact-message leads from the same held-out answers"
 )

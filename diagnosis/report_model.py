@@ -79,8 +79,9 @@ EARNED_MIN_SHARE = 0.9
 class Calibration:
     """Monotone curves from raw confidence to the share right: per (evidence kind, area agreement) cell, per kind,
     and for all answers ("all"); each kind and cell also per language of the report ("wording@zh"), since the same
-    raw confidence is right more often for an English report than for a Chinese one. Each curve is a tuple of raw values (the mean raw confidence of one step of an
-    isotonic fit) and the share right at each; between them the curve is linear, beyond them flat.
+    raw confidence is right more often for an English report than for a Chinese one. Each curve is a tuple of raw
+    values (the mean raw confidence of one step of an isotonic fit) and the share right at each; between them the
+    curve is linear, beyond them flat.
 
     ``earned`` is each entry's track record as an exact-message lead on held-out reports no phrase was written from:
     (right, led). An entry without one has not shown that its message names the cause a maintainer would accept."""

@@ -198,6 +198,25 @@ def test_chinese_words_outside_the_glossary_bring_their_dictionary_english():
         assert cjk_english("怎么办") == () and cjk_english("截图") == ("screen capture",)
 
 
+def test_without_a_readable_dictionary_chinese_reports_are_still_ranked(monkeypatch, caplog):
+    """A missing or broken references/dictionary_zh.json costs the dictionary's English, not the answer."""
+    from xtuner_rl_mcp.knowledge import search
+
+    monkeypatch.setattr(search, "DICTIONARY_FILE", "no_such_dictionary.json")
+    search.shipped_dictionary.cache_clear()
+    search._with_shipped_dictionary.cache_clear()
+    try:
+        assert search.dictionary_english("截图") == ""
+        assert "unreadable" in caplog.text
+        res = _diag("训练卡住了，截图如下：rollout 一直没有响应")
+        assert res.findings and res.verdict in ("suspected_from_description", "uncertain", "hang_suspected")
+    finally:
+        monkeypatch.undo()
+        search.shipped_dictionary.cache_clear()
+        search._with_shipped_dictionary.cache_clear()
+    assert search.dictionary_english("截图") == "screenshot"
+
+
 def test_report_language_is_chinese_from_a_few_chinese_characters():
     """A Chinese title over an English traceback is a Chinese report (its calibration is the Chinese one)."""
     from xtuner_rl_mcp.diagnosis.descriptions import report_language
