@@ -149,6 +149,22 @@ def test_dev_confident_answers_are_right(dev_cross_validated):
         assert verdicts["uncertain"]["top1"] < verdicts["suspected_from_description"]["top1"]
 
 
+def test_the_annotator_study_is_about_unseen_development_reports():
+    """bench/results/annotator_study.json (README: what limits it) names 60 + 60 development reports no phrase was
+    written from, and its answers are catalog categories."""
+    from xtuner_rl_mcp.core import CATEGORIES
+
+    bench = _bench()
+    study = json.loads((REPO / "bench" / "results" / "annotator_study.json").read_text(encoding="utf-8"))
+    dev = {r["id"]: r for r in bench.load("dev")}
+    sample = [dev[i] for i in study["reports"]]
+    assert all(bench.is_unseen(r) for r in sample)
+    assert sorted(r["lang"] for r in sample) == ["en"] * 60 + ["zh"] * 60
+    for answers in (study["blind_labels"], study["text_only_guesses"]):
+        assert set(answers) == set(study["reports"])
+        assert all(a and set(a) <= set(CATEGORIES) for a in answers.values())
+
+
 def _test_rows() -> list[dict]:
     rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [r for r in rows if r["split"] == "test"]
