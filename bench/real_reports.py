@@ -120,7 +120,8 @@ def diagnose(report: dict) -> Outcome:
     res = run(Params(text=report["text"], max_findings=5, detail="summary"), RunContext())
     seconds = time.perf_counter() - t0
     first = res.findings[0] if res.findings else None
-    area = area_probabilities(described_lines(report["text"]), is_log(report["text"])) if first else {}
+    lines = described_lines(report["text"])
+    area = area_probabilities(lines, is_log(report["text"])) if first else {}
     return Outcome(
         report,
         tuple(f.category for f in res.findings),
@@ -131,8 +132,8 @@ def diagnose(report: dict) -> Outcome:
         evidence_kind(load_catalog(), first) if first else None,
         not area or (first is not None and area.get(first.category, 0.0) >= AGREE_P),
         area.get(first.category, 0.0) if first else 0.0,
-        len(report_terms(described_lines(report["text"]), dictionary=False)),
-        report_language(described_lines(report["text"])),
+        len(report_terms(lines, dictionary=False)),
+        report_language(lines),
     )
 
 
@@ -215,16 +216,7 @@ def dictionary_json(table: dict[str, str]) -> str:
         "derived": "the first plain sense of each word, reduced to the English words whose terms the report model or "
         "the catalog's retrieval index knows; written by `python bench/real_reports.py --build-model`",
     }
-    lines = [
-        json.dumps(k, ensure_ascii=False) + ": " + json.dumps(v, ensure_ascii=False) for k, v in sorted(table.items())
-    ]
-    return (
-        "{\n"
-        + "".join(f"{json.dumps(k)}: {json.dumps(v)},\n" for k, v in head.items())
-        + '"words": {\n'
-        + ",\n".join(lines)
-        + "\n}}\n"
-    )
+    return json.dumps({**head, "words": dict(sorted(table.items()))}, ensure_ascii=False, indent=0) + "\n"
 
 
 @with_whole_dictionary
