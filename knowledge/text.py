@@ -117,9 +117,14 @@ def _segmenters() -> tuple[Callable[[str], str], Callable[[str], list[str]], Cal
     return Stemmer.Stemmer("english").stemWord, rjieba.cut_for_search, rjieba.cut
 
 
-def chinese_words(run: str) -> list[str]:
-    """The words of a Chinese run, each once in the run's order (jieba's precise mode: 健康检查 stays one word)."""
-    return list(dict.fromkeys(_segmenters()[2](run)))
+def chinese_word_spans(run: str) -> list[tuple[int, int, str]]:
+    """Each word of a Chinese run (jieba's precise mode) in order, with where it starts and ends in the run."""
+    out: list[tuple[int, int, str]] = []
+    start = 0
+    for word in _segmenters()[2](run):
+        out.append((start, start + len(word), word))
+        start += len(word)
+    return out
 
 
 def retrieval_terms(text: str) -> list[str]:

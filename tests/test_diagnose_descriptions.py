@@ -198,17 +198,18 @@ def test_chinese_words_outside_the_glossary_bring_their_dictionary_english():
         assert cjk_english("怎么办") == () and cjk_english("截图") == ("screen capture",)
 
 
-def test_glossary_terms_are_never_cut_across_when_words_are_looked_up():
-    """jieba alone reads 运行时报错 as 运行 / 时报 (a newspaper) / 错; the glossary's terms are cut out first and
-    only the stretches between them are segmented and looked up."""
+def test_a_word_a_glossary_term_cuts_across_brings_no_dictionary_english():
+    """jieba reads 运行时报错 as 运行 / 时报 (a newspaper) / 错, across the glossary's 报错: such a word is a misreading
+    and is not looked up; a word that holds a whole glossary term (文件夹 holds 文件) still is."""
     from xtuner_rl_mcp.knowledge.search import cjk_english, glossary, glossary_cut, using_dictionary
 
-    assert "报错" in glossary() and "运行" in glossary()
+    assert {"报错", "运行", "文件"} <= set(glossary())
     assert [piece for piece, _ in glossary_cut("运行时报错")] == ["运行", "时", "报错"]
-    with using_dictionary({"时报": "Times", "截图": "screenshot"}):
+    with using_dictionary({"时报": "Times", "截图": "screenshot", "文件夹": "folder"}):
         english = cjk_english("运行时报错截图如下")
         assert "Times" not in english and "screenshot" in english
         assert english[:2] == (glossary()["运行"], glossary()["报错"])
+        assert cjk_english("文件夹") == (glossary()["文件"], "folder")
 
 
 def test_without_a_readable_dictionary_chinese_reports_are_still_ranked(monkeypatch, caplog):
