@@ -24,37 +24,38 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus" / "reports.jsonl"
 
 #: Development part, nested 5-fold cross-validated on the reduced grid below (README: measured figures). 2026-12-04,
-#: seventh round, 1,046 reports, with the word senses: top-1 63.6%, top-3 86.1%, Chinese top-1 55.1%; sixth round,
-#: 1,001 reports, with the Chinese dictionary: top-1 64.0%, top-3 86.1%, Chinese top-1 54.6%; fifth
-#: round, 943 reports, before the dictionary: top-1 64.2%, top-3 85.7%, Chinese top-1 54.2%. (The rounds collected
-#: since are harder: on 726 reports, before the fourth round's 180 (171 in Chinese, many screenshots and version
-#: mismatches), 68.3% / 87.2%, Chinese 56.7%; on the first round's 487, 74.3% / 87.9%, Chinese 64.6%.)
+#: seventh round, 1,046 reports, with the word senses as reviewed: top-1 63.4%, top-3 86.0%, Chinese top-1 54.8%; sixth
+#: round, 1,001 reports, with the Chinese dictionary: top-1 64.0%, top-3 86.1%, Chinese top-1 54.6%; fifth round, 943
+#: reports, before the dictionary: top-1 64.2%, top-3 85.7%, Chinese top-1 54.2%. (The rounds collected since are
+#: harder: on 726 reports, before the fourth round's 180 (171 in Chinese, many screenshots and version mismatches),
+#: 68.3% / 87.2%, Chinese 56.7%; on the first round's 487, 74.3% / 87.9%, Chinese 64.6%.)
 DEV_CV_TOP1_FLOOR = 0.62
 DEV_CV_TOP3_FLOOR = 0.83
 DEV_CV_ZH_TOP1_FLOOR = 0.52
 #: The development reports no phrase was written from (collected since 2026-12-03: 829), same cross-validation:
-#: top-1 58.4%, top-3 83.7% (784 before the seventh round: 58.2%, 83.5%; 726 before the sixth: 57.4%, 82.9%).
+#: top-1 58.1%, top-3 83.6% (784 before the seventh round: 58.2%, 83.5%; 726 before the sixth: 57.4%, 82.9%).
 UNSEEN_CV_MIN_REPORTS = 650
 UNSEEN_CV_TOP1_FLOOR = 0.55
 UNSEEN_CV_TOP3_FLOOR = 0.80
 #: Frozen test part, scored once per change set. 2026-12-03 round 2: top-1 66.9%, top-3 83.8%, Chinese top-1 63.1%
 #: against English 69.7%, confident answers 12 of 19 right; round 3 (catalog-taught area model, two-signal confidence):
-#: top-1 68.8%, top-3 83.8%, confident 9 of 13 right; 2026-12-04 (area model from 487 reports, launch commands left
-#: out of description matching): top-1 68.2%, top-3 87.7%, Chinese 63.1% against English 71.9%, confident 8 of 13
-#: right; 2026-12-04 second round (area model from 687 reports, confidence >= 0.8 only for an entry with a track record
-#: of exact-message leads): top-1 70.8%, top-3 90.9%, Chinese 67.7% against English 73.0% (5.3 points), confident 2
-#: of 2 right; third round (39 more Chinese development reports, nothing else changed): top-1 70.8%, top-3 89.0%,
-#: Chinese 67.7% against 73.0%, confident 2 of 2 right; fourth round (180 development reports more, 171 in Chinese):
-#: top-1 70.8%, top-3 89.0%, Chinese 67.7% against 73.0%; fifth round (37 reports of RL trainers more): top-1 70.8%,
-#: top-3 90.3%, Chinese 66.2% against English 74.2% (8.0 points: net one Chinese report fewer and one English report
-#: more in first place, of 65 and 89), confident 2 of 2 right; Chinese words' CC-CEDICT English and per-language
-#: calibration: top-1 69.5%, top-3 90.9%, Chinese 64.6% against English 73.0%, confident 2 of 2 right; sixth round (58
-#: reports more, 31 in Chinese): top-1 71.4%, top-3 89.6%, Chinese 67.7% against English 74.2% (6.5 points), confident
-#: 3 of 3 right; word senses for the commonest Chinese dictionary words: top-1 70.8%, top-3 90.3%, Chinese 64.6%
-#: against English 75.3%, confident 3 of 3 right; seventh round (45 reports more, 33 in Chinese): top-1 71.4%, top-3
-#: 88.3%, Chinese 66.2% against English 75.3% (9.1 points), confident 3 of 3 right. The floors sit zero to four
-#: reports below that level; of the issue's acceptance top-3 (90%) and the Chinese gap (within 5 points) are not met
-#: now.
+#: top-1 68.8%, top-3 83.8%, confident 9 of 13 right; 2026-12-04 (area model from 487 reports, launch commands left out
+#: of description matching): top-1 68.2%, top-3 87.7%, Chinese 63.1% against English 71.9%, confident 8 of 13 right;
+#: 2026-12-04 second round (area model from 687 reports, confidence >= 0.8 only for an entry with a track record of
+#: exact-message leads): top-1 70.8%, top-3 90.9%, Chinese 67.7% against English 73.0% (5.3 points), confident 2 of 2
+#: right; third round (39 more Chinese development reports, nothing else changed): top-1 70.8%, top-3 89.0%, Chinese
+#: 67.7% against 73.0%, confident 2 of 2 right; fourth round (180 development reports more, 171 in Chinese): top-1
+#: 70.8%, top-3 89.0%, Chinese 67.7% against 73.0%; fifth round (37 reports of RL trainers more): top-1 70.8%, top-3
+#: 90.3%, Chinese 66.2% against English 74.2% (8.0 points: net one Chinese report fewer and one English report more in
+#: first place, of 65 and 89), confident 2 of 2 right; Chinese words' CC-CEDICT English and per-language calibration:
+#: top-1 69.5%, top-3 90.9%, Chinese 64.6% against English 73.0%, confident 2 of 2 right; sixth round (58 reports more,
+#: 31 in Chinese): top-1 71.4%, top-3 89.6%, Chinese 67.7% against English 74.2% (6.5 points), confident 3 of 3 right;
+#: word senses for the commonest Chinese dictionary words: top-1 70.8%, top-3 90.3%, Chinese 64.6% against English
+#: 75.3%, confident 3 of 3 right; seventh round (45 reports more, 33 in Chinese): top-1 71.4%, top-3 88.3%, Chinese
+#: 66.2% against English 75.3% (9.1 points), confident 3 of 3 right; review of the word senses (ten senses corrected,
+#: words holding a glossary term looked up): top-1 71.4%, top-3 89.0%, Chinese 66.2% against English 75.3%, confident 3
+#: of 3 right. The floors sit one to four reports below that level; of the issue's acceptance top-3 (90%) and the
+#: Chinese gap (within 5 points) are not met now.
 TEST_TOP3_FLOOR = 0.88
 TEST_TOP1_FLOOR = 0.68
 TEST_ZH_TOP1_GAP = 0.10
