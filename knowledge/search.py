@@ -278,20 +278,18 @@ def cjk_english(run: str, dictionary: bool = True) -> tuple[str, ...]:
 
 def _with_dictionary(run: str) -> tuple[str, ...]:
     cut = glossary_cut(run)
-    terms: list[tuple[int, int]] = []  # where each glossary term of the run starts and ends
-    start = 0
+    term_at: list[tuple[int, int] | None] = []  # per character: where the glossary term covering it starts and ends
     for piece, english in cut:
-        if english is not None:
-            terms.append((start, start + len(piece)))
-        start += len(piece)
+        start = len(term_at)
+        term_at.extend([(start, start + len(piece)) if english is not None else None] * len(piece))
     general: list[str] = []
     for start, end, word in chinese_word_spans(run):
         # A word inside a glossary term is the term's; a word a term cuts across is a misreading (jieba reads 运行时报错
         # as 运行 / 时报, a newspaper / 错, across the glossary's 报错). A word that holds whole terms (文件夹 holds 文件)
         # is looked up.
-        in_term = any(s <= start and end <= e for s, e in terms)
-        cut_across = any(s < end and start < e and not (start <= s and e <= end) for s, e in terms)
-        if len(word) > 1 and not in_term and not cut_across and not is_function_word(word):
+        terms = {t for t in term_at[start:end] if t is not None}
+        in_or_across = any(t[0] < start or t[1] > end or t == (start, end) for t in terms)
+        if len(word) > 1 and not in_or_across and not is_function_word(word):
             general.append(dictionary_english(word))
     return (*(e for _, e in cut if e is not None), *(e for e in general if e))
 
