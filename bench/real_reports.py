@@ -41,7 +41,6 @@ from typing import Any
 import numpy as np
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "corpus" / "reports.jsonl"
-DICTIONARY_PATH = Path(__file__).resolve().parents[1] / "references" / "dictionary_zh.json"
 #: Rows collected on or after this day were labelled and split before any matching; no phrase was written from them.
 UNSEEN_SINCE = "2026-12-03"
 UNSEEN = f"unseen (collected since {UNSEEN_SINCE})"
@@ -440,8 +439,7 @@ METHOD = (
     f"softmax regression over distinct report terms (min_df={MIN_DF}, l2={L2}, {STEPS} gradient steps), each "
     f"catalog entry's {'/'.join(CATALOG_FIELDS)} one more labelled report of its category; "
     f"calibration: isotonic per evidence kind, area agreement and report language on the 5-fold held-out answers "
-    f"to the reports "
-    f"collected since {UNSEEN_SINCE} (prior {CALIBRATION_PRIOR:g}, points of at least {MIN_BLOCK} reports, linear "
+    f"to the reports collected since {UNSEEN_SINCE} (prior {CALIBRATION_PRIOR:g}, points of at least {MIN_BLOCK} reports, linear "
     f"between them); track record of exact-message leads from the same held-out answers"
 )
 
@@ -644,13 +642,16 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.build_model:
         from xtuner_rl_mcp.diagnosis.report_model import MODEL_PATH
+        from xtuner_rl_mcp.knowledge.search import DICTIONARY_FILE
+
+        dictionary_path = MODEL_PATH.parent / DICTIONARY_FILE  # beside the model, where the server reads both
 
         model = build_model(load("dev"))
         MODEL_PATH.write_text(model.to_json(), encoding="utf-8")
         print(f"wrote {MODEL_PATH} ({len(model.areas.weights)} terms, {model.reports} reports)")
         table = dictionary_slice(model)
-        DICTIONARY_PATH.write_text(dictionary_json(table), encoding="utf-8")
-        print(f"wrote {DICTIONARY_PATH} ({len(table)} of {len(whole_dictionary())} CC-CEDICT words)")
+        dictionary_path.write_text(dictionary_json(table), encoding="utf-8")
+        print(f"wrote {dictionary_path} ({len(table)} of {len(whole_dictionary())} CC-CEDICT words)")
         return 0
     t0 = time.perf_counter()
     # the catalog, indexes, report model, segmenters and Chinese dictionary slice load here, once per process

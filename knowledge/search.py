@@ -267,8 +267,8 @@ def dictionary_english(word: str) -> str:
 def cjk_english(run: str, dictionary: bool = True) -> tuple[str, ...]:
     """English of one CJK run: its glossary terms (``translate_cjk``), then, for each word jieba finds that is no
     glossary term and is not cut across by one (function words aside), its sense in CC-CEDICT (``dictionary_english``;
-    ``dictionary`` off: the glossary's only). The glossary speaks the catalog's language; the dictionary lends the rest of a Chinese report the words an
-    English report would have used."""
+    ``dictionary`` off: the glossary's only). The glossary speaks the catalog's language; the dictionary lends the
+    rest of a Chinese report the words an English report would have used."""
     if not dictionary:
         return translate_cjk(run)
     if _DICTIONARY_OVERRIDE:
