@@ -7,8 +7,10 @@ and shipped as ``references/report_model.json`` (a test checks that the file equ
   (``descriptions.report_terms``: Snowball stems, jieba words, the English of Chinese runs) to the
   catalog categories, kept as a bias per category and a weight row per term. Each catalog entry (title, phrases,
   examples, cause) is one more labelled report of its category, so the model knows the catalog's words, English and
-  Chinese, that no training report used. Only terms seen in at least two of these reports enter it: the table holds
-  no single report's text, and scoring a report is a sum of rows and a softmax.
+  Chinese, that no training report used; each training report's settled cause (one English line written from its
+  thread's resolution) is one more example of the report's categories, so it knows the words of causes as well as
+  those of symptoms. Only terms seen in at least two of these reports enter it (a report's text and its cause count
+  once): the table holds no single report's text, and scoring a report is a sum of rows and a softmax.
 - **Calibration.** How often the first finding was right on held-out reports, by the kind of evidence behind it
   (an exact message of a specific entry, a generic symptom line, or wording only), whether the area model agreed,
   the report's language (the same evidence is right more often in an English report) and its raw confidence: a
