@@ -283,12 +283,17 @@ class Labelled(NamedTuple):
     cause: Sequence[str] = ()
 
 
+@functools.cache
 @with_whole_dictionary
-def cause_terms_of(report: dict) -> list[str]:
-    """The terms of a report's settled cause (its ``why`` line), read like a report's own lines."""
+def _line_terms(line: str) -> tuple[str, ...]:
     from xtuner_rl_mcp.diagnosis.descriptions import report_terms
 
-    return report_terms([(1, report["why"])])
+    return tuple(report_terms([(1, line)]))
+
+
+def cause_terms_of(report: dict) -> list[str]:
+    """The terms of a report's settled cause (its ``why`` line), read like a report's own lines (once per line)."""
+    return list(_line_terms(report["why"]))
 
 
 def labelled_reports(rows: Sequence[dict], terms: dict[str, list[str]]) -> list[Labelled]:
@@ -298,7 +303,7 @@ def labelled_reports(rows: Sequence[dict], terms: dict[str, list[str]]) -> list[
 
 def fit_areas(labelled: Sequence[Labelled]):
     """Softmax regression from labelled terms to accepted categories; a report with several categories spreads its
-    target over them, and its cause is one more example of them. A term enters when two reports or catalog entries
+    target over them, and its cause is one more example of them. A term enters when MIN_DF reports or catalog entries
     use it (a report's text and its own cause count once). Deterministic: the examples are sorted first, and
     gradient descent starts from zero."""
     from xtuner_rl_mcp.core import CATEGORIES
@@ -445,8 +450,10 @@ _FITTED: dict[tuple, Any] = {}
 
 
 def fitted_areas(rows: Sequence[dict], terms: dict[str, list[str]]):
-    """:func:`fit_areas` of these reports, fitted once per process for the same reports and fit constants."""
-    key = (tuple(sorted(r["id"] for r in rows)), CATALOG_FIELDS, CAUSE_LINES, MIN_DF, L2, STEPS, LEARNING_RATE)
+    """:func:`fit_areas` of these reports, fitted once per process for the same reports (and causes) and fit
+    constants."""
+    reports = tuple(sorted((r["id"], r["why"]) for r in rows))
+    key = (reports, CATALOG_FIELDS, CAUSE_LINES, MIN_DF, L2, STEPS, LEARNING_RATE)
     if key not in _FITTED:
         _FITTED[key] = fit_areas(labelled_reports(rows, terms))
     return _FITTED[key]
@@ -490,8 +497,7 @@ def build_model(rows: list[dict], settings: dict[str, float] | None = None, fold
     settings = settings or shipped_settings()
     terms = {r["id"]: report_terms_of(r) for r in rows}
     outcomes = held_out(rows, [fold_of(r, folds) for r in rows], settings, terms)
-    areas = fit_areas(labelled_reports(rows, terms))
-    return ReportModel(areas, fit_calibration(outcomes), len(rows), METHOD)
+    return ReportModel(fitted_areas(rows, terms), fit_calibration(outcomes), len(rows), METHOD)
 
 
 def grid_settings() -> list[dict[str, float]]:
@@ -540,7 +546,7 @@ def cross_validate(
         best = max(range(len(grid)), key=lambda i: _hits(inner[i], choose_on))
         chosen.append(grid[best])
         model = ReportModel(
-            fit_areas(labelled_reports(train, terms)),
+            fitted_areas(train, terms),
             fit_calibration(inner[best]),
             len(train),
             METHOD,

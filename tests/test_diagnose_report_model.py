@@ -126,26 +126,21 @@ def test_the_table_holds_terms_of_several_reports_only(bench):
 def test_a_held_out_report_never_reads_its_own_cause(bench, monkeypatch):
     """Causes teach the area model (a training report's cause is one more example of its categories), but a report
     answered held out is ranked by a model fitted without its own cause: replacing that cause changes nothing for
-    it, while the same replacement in a training report does change the fitted table."""
+    it, and changes the answers of the fold it trained."""
     rows = [r for r in bench.load("dev") if bench.is_unseen(r)][:60]
     terms = {r["id"]: bench.report_terms_of(r) for r in rows}
     folds = [i % 2 for i in range(len(rows))]
     settings = bench.shipped_settings()
     monkeypatch.setattr(bench, "CAUSE_LINES", True)
-    monkeypatch.setattr(bench, "_FITTED", {})  # fits are cached by report ids, and the ids stay the same
     before = bench.held_out(rows, folds, settings, terms)
-    target = 0  # answered in fold 0, a training report of fold 1
+    target = 0  # answered in fold 0, a training report for fold 1
     other = next(r for r in rows if not set(r["categories"]) & set(rows[target]["categories"]))
     changed = [dict(r, why=other["why"]) if i == target else r for i, r in enumerate(rows)]
-    bench._FITTED.clear()
     after = bench.held_out(changed, folds, settings, terms)
     # the area model's probability moves with any change to the fit (a leak moved it from 0.9894 to 0.9878)
     assert (after[target].ids, after[target].area_p) == (before[target].ids, before[target].area_p)
-    fold1 = [r for r, f in zip(rows, folds, strict=True) if f != 1]
-    fold1_changed = [r for r, f in zip(changed, folds, strict=True) if f != 1]
-    assert bench.fit_areas(bench.labelled_reports(fold1, terms)) != bench.fit_areas(
-        bench.labelled_reports(fold1_changed, terms)
-    )
+    trained_by_target = [i for i, f in enumerate(folds) if f == 1]
+    assert any(after[i].area_p != before[i].area_p for i in trained_by_target)
 
 
 def test_calibration_steps_stay_monotone_after_the_pull_towards_their_cell(bench, monkeypatch):

@@ -526,8 +526,13 @@ def _home_dirs() -> set[str]:
 
 
 @pytest.mark.ray
-def test_real_head_given_explicitly_and_as_the_operators(ray_cluster, tmp_path):
+def test_real_head_given_explicitly_and_as_the_operators(ray_cluster, tmp_path, monkeypatch):
+    # this process's temporary directory of its own: other test workers probe at the same time, and their private
+    # HOMEs come and go in the shared one
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     homes = _home_dirs()
+    assert homes == set()
     env = {k: v for k, v in ray_cluster.env.items() if k not in ("RAY_TMPDIR", "TMPDIR")}
     env["RAY_AUTH_TOKEN"] = TOKEN
     snap = rc.probe_cluster(
