@@ -35,7 +35,8 @@ DEV_CV_TOP1_FLOOR = 0.62
 DEV_CV_TOP3_FLOOR = 0.83
 DEV_CV_ZH_TOP1_FLOOR = 0.52
 #: The development reports no phrase was written from (collected since 2026-12-03: 872), same cross-validation:
-#: top-1 59.4%, top-3 83.8% (852 after the eighth round and the causes: 59.3%, 84.0%; 829 before the eighth round and the causes: 58.1%, 83.6%; 784 before the seventh round: 58.2%, 83.5%; 726 before the sixth: 57.4%, 82.9%).
+#: top-1 59.4%, top-3 83.8% (852 after the eighth round and the causes: 59.3%, 84.0%; 829 before the eighth round
+#: and the causes: 58.1%, 83.6%; 784 before the seventh round: 58.2%, 83.5%; 726 before the sixth: 57.4%, 82.9%).
 UNSEEN_CV_MIN_REPORTS = 650
 UNSEEN_CV_TOP1_FLOOR = 0.55
 UNSEEN_CV_TOP3_FLOOR = 0.80
