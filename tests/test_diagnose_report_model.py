@@ -111,10 +111,10 @@ def test_the_table_holds_terms_of_several_reports_only(bench):
     the model); the frozen test part is not read to check it."""
     model = shipped_model()
     assert model is not None and set(model.areas.categories) <= set(CATEGORIES)
+    rows = bench.load("dev")
     seen: dict[str, int] = {}
-    for row in bench.load("dev"):
-        cause = bench.cause_terms_of(row) if bench.CAUSE_LINES else []
-        for t in set(bench.report_terms_of(row)) | set(cause):
+    for example in bench.labelled_reports(rows, {r["id"]: bench.report_terms_of(r) for r in rows}):
+        for t in set(example.terms) | set(example.cause):
             seen[t] = seen.get(t, 0) + 1
     catalog_terms = {t for terms, _ in bench.catalog_pseudo_reports(bench.CATALOG_FIELDS) for t in terms}
     rare = [t for t in model.areas.weights if seen.get(t, 0) < 2 and t not in catalog_terms]
