@@ -51,6 +51,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "CATEGORY_SHARE": (0.05, 0.1),
     "AREA_SHARE": (0.0, 0.2, 0.35),
     "AREA_TEMPERATURE": (1.0, 2.0),
+    "AREA_OVERRULE_ZH": (0.2, 0.3),
 }
 #: Confidence bins of the calibration table (lower bounds).
 BINS = (0.0, 0.2, 0.4, 0.6, 0.8)
@@ -505,8 +506,9 @@ def grid_settings() -> list[dict[str, float]]:
     out = []
     for values in itertools.product(*(GRID[k] for k in keys)):
         s = dict(zip(keys, values, strict=True))
-        if s["AREA_SHARE"] == 0.0 and s["AREA_TEMPERATURE"] != GRID["AREA_TEMPERATURE"][0]:
-            continue  # without the area model its temperature changes nothing
+        unused = ("AREA_TEMPERATURE", "AREA_OVERRULE_ZH")
+        if s["AREA_SHARE"] == 0.0 and any(s[k] != GRID[k][0] for k in unused):
+            continue  # without the area model its temperature and overruling change nothing
         out.append(s)
     return out
 

@@ -190,6 +190,10 @@ AREA_PLACE_P = 0.02
 #: category at least this much more probability than the wording lead's (held out on the reports no phrase was
 #: written from: top-1 +3 points, Chinese +6; on the older reports, whose wording the phrases were written from, -1).
 AREA_OVERRULE = 0.3
+#: The same for a Chinese report: its wording leads are right less often than an English report's (the catalog's
+#: phrases and the dictionary's English reach it less well), so the area model overrules them sooner. Chosen by
+#: nested cross-validation on the development part, like the constants of ``descriptions``.
+AREA_OVERRULE_ZH = 0.2
 
 #: A report with fewer telling terms than this gives the area model's opinion of a wording lead less weight.
 #: Chosen on the development part's unseen reports (20 scored best among 5, 10, 20, 30 and 50).
@@ -214,6 +218,7 @@ def with_descriptions(
     values: dict[str, Any],
     from_log: bool = False,
     area: dict[str, float] | None = None,
+    language: Language = "en",
 ) -> list[Diagnosis]:
     """Signature findings and description matches in one ranking.
 
@@ -223,7 +228,8 @@ def with_descriptions(
     by their best finding's confidence (relative to the best one) and the model together (AREA_SHARE), and by
     confidence within a category. The first finding of each category moves ahead of a second description match of
     a category already shown, so the top three cover different causes; a first wording lead gives way to the area
-    model's likeliest category when the model prefers that by more than AREA_OVERRULE; and the places from
+    model's likeliest category when the model prefers that by more than AREA_OVERRULE (AREA_OVERRULE_ZH for a report
+    in Chinese); and the places from
     AREA_PLACE to AREA_LAST_PLACE that no message holds go to the area model's likeliest categories not shown above.
     """
     found = {d.failure_mode_id: d for d in signature}
@@ -276,7 +282,8 @@ def with_descriptions(
     if area and ranked and ranked[0].match == "description":
         likeliest = max(area, key=lambda c: area[c])
         at = next((i for i, d in enumerate(ranked) if d.category == likeliest), None)
-        if at and area[likeliest] - area.get(ranked[0].category, 0.0) > AREA_OVERRULE:
+        overrule = AREA_OVERRULE_ZH if language == "zh" else AREA_OVERRULE
+        if at and area[likeliest] - area.get(ranked[0].category, 0.0) > overrule:
             ranked.insert(0, ranked.pop(at))
             kept = 2  # the wording lead it overruled stays second
     probabilities = area or {}
@@ -362,11 +369,12 @@ def rank_findings(
         shown = {catalog.by_id[m.failure_mode_id].category for m in matches} | {d.category for d in signature}
         likely = sorted(area.items(), key=lambda kv: -kv[1])[:AREA_LEADS]
         matches += area_leads(catalog, described, [c for c, p in likely if p >= AREA_MIN_P and c not in shown])
-    ranked = with_descriptions(catalog, signature, matches, values, from_log, area)
+    language = report_language(described)
+    ranked = with_descriptions(catalog, signature, matches, values, from_log, area, language)
     model = active_model()
     if model is not None and model.calibration is not None:
         evidence = len(report_terms(described, dictionary=False))
-        calibrate(catalog, ranked, area, evidence, report_language(described), model.calibration)
+        calibrate(catalog, ranked, area, evidence, language, model.calibration)
     return ranked
 
 

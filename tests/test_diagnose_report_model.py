@@ -332,3 +332,27 @@ def test_without_the_model_the_catalog_ranks_alone_and_confidences_are_raw():
     assert alone.findings and shipped.findings
     assert "backend_not_installed" in [f.category for f in shipped.findings[:3]]
     assert [f.failure_mode_id for f in alone.findings] != [f.failure_mode_id for f in shipped.findings]
+
+
+def test_the_area_model_overrules_a_chinese_reports_wording_lead_sooner(monkeypatch):
+    """A wording lead of a Chinese report is right less often than one of an English report, so the area model takes
+    first place from it at a smaller margin (AREA_OVERRULE_ZH below AREA_OVERRULE); a margin between the two moves
+    only the Chinese report's lead. (The area model's share in the order of wording leads is set to 0 here, so the
+    lead is the best description match and only the overruling step reads the probabilities.)"""
+    from xtuner_rl_mcp.diagnosis.descriptions import rank_descriptions
+
+    monkeypatch.setattr(ranking, "AREA_SHARE", 0.0)
+    assert ranking.AREA_OVERRULE_ZH < ranking.AREA_OVERRULE
+    catalog = load_catalog()
+    described = described_lines("after I upgraded vllm the rollout workers crash at start, downgrading fixes it")
+    shown = [catalog.by_id[m.failure_mode_id].category for m in rank_descriptions(catalog, described)]
+    lead, rival = shown[0], next(c for c in shown if c != shown[0])  # the rival must be among the findings
+    margin = (ranking.AREA_OVERRULE_ZH + ranking.AREA_OVERRULE) / 2
+    rest = (1 - 0.1 - (0.1 + margin)) / (len(CATEGORIES) - 2)
+    area = {c: rest for c in CATEGORIES} | {lead: 0.1, rival: 0.1 + margin}
+    firsts = {}
+    for language in ("en", "zh"):
+        matches = rank_descriptions(catalog, described)
+        ranked = ranking.with_descriptions(catalog, [], matches, {}, False, area, language)
+        firsts[language] = ranked[0].category
+    assert firsts == {"en": lead, "zh": rival}
