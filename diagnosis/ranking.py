@@ -218,7 +218,8 @@ def with_descriptions(
     values: dict[str, Any],
     from_log: bool = False,
     area: dict[str, float] | None = None,
-    language: Language = "en",
+    *,
+    language: Language,
 ) -> list[Diagnosis]:
     """Signature findings and description matches in one ranking.
 
@@ -229,8 +230,8 @@ def with_descriptions(
     confidence within a category. The first finding of each category moves ahead of a second description match of
     a category already shown, so the top three cover different causes; a first wording lead gives way to the area
     model's likeliest category when the model prefers that by more than AREA_OVERRULE (AREA_OVERRULE_ZH for a report
-    in Chinese); and the places from
-    AREA_PLACE to AREA_LAST_PLACE that no message holds go to the area model's likeliest categories not shown above.
+    in Chinese: ``language``); and the places from AREA_PLACE to AREA_LAST_PLACE that no message holds go to the area
+    model's likeliest categories not shown above.
     """
     found = {d.failure_mode_id: d for d in signature}
     best = matches[0].score if matches else 0.0
@@ -370,7 +371,7 @@ def rank_findings(
         likely = sorted(area.items(), key=lambda kv: -kv[1])[:AREA_LEADS]
         matches += area_leads(catalog, described, [c for c, p in likely if p >= AREA_MIN_P and c not in shown])
     language = report_language(described)
-    ranked = with_descriptions(catalog, signature, matches, values, from_log, area, language)
+    ranked = with_descriptions(catalog, signature, matches, values, from_log, area, language=language)
     model = active_model()
     if model is not None and model.calibration is not None:
         evidence = len(report_terms(described, dictionary=False))

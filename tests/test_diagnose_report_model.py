@@ -353,6 +353,28 @@ def test_the_area_model_overrules_a_chinese_reports_wording_lead_sooner(monkeypa
     firsts = {}
     for language in ("en", "zh"):
         matches = rank_descriptions(catalog, described)
-        ranked = ranking.with_descriptions(catalog, [], matches, {}, False, area, language)
+        ranked = ranking.with_descriptions(catalog, [], matches, {}, False, area, language=language)
         firsts[language] = ranked[0].category
     assert firsts == {"en": lead, "zh": rival}
+
+
+def test_the_ranking_of_a_report_reads_its_language_for_overruling(monkeypatch):
+    """rank_findings passes the report's own language on: a Chinese report's wording lead gives way at
+    AREA_OVERRULE_ZH (the area model's probabilities are fixed here, and its share in the order of wording leads is 0,
+    so only the overruling step reads them)."""
+    from xtuner_rl_mcp.diagnosis.descriptions import rank_descriptions
+
+    monkeypatch.setattr(ranking, "AREA_SHARE", 0.0)
+    catalog = load_catalog()
+    described = described_lines("升级 vllm 之后 rollout 进程一启动就崩溃，降级回旧版本就好了")
+    shown = [catalog.by_id[m.failure_mode_id].category for m in rank_descriptions(catalog, described)]
+    lead, rival = shown[0], next(c for c in shown if c != shown[0])
+    margin = 0.25
+    rest = (1 - 0.1 - (0.1 + margin)) / (len(CATEGORIES) - 2)
+    area = {c: rest for c in CATEGORIES} | {lead: 0.1, rival: 0.1 + margin}
+    monkeypatch.setattr(ranking, "area_probabilities", lambda described, from_log: area)
+    firsts = {}
+    for threshold in (0.2, 0.3):
+        monkeypatch.setattr(ranking, "AREA_OVERRULE_ZH", threshold)
+        firsts[threshold] = ranking.rank_findings(catalog, [], described, {}, False)[0].category
+    assert firsts == {0.2: rival, 0.3: lead}
