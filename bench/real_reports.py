@@ -501,13 +501,16 @@ def build_model(rows: list[dict], settings: dict[str, float] | None = None, fold
     return ReportModel(fitted_areas(rows, terms), fit_calibration(outcomes), len(rows), METHOD)
 
 
+#: Grid constants that only act through the area model (without it, each of their values ranks alike).
+AREA_ONLY = ("AREA_TEMPERATURE", "AREA_OVERRULE_ZH")
+
+
 def grid_settings() -> list[dict[str, float]]:
     keys = list(GRID)
     out = []
     for values in itertools.product(*(GRID[k] for k in keys)):
         s = dict(zip(keys, values, strict=True))
-        unused = ("AREA_TEMPERATURE", "AREA_OVERRULE_ZH")
-        if s["AREA_SHARE"] == 0.0 and any(s[k] != GRID[k][0] for k in unused):
+        if s["AREA_SHARE"] == 0.0 and any(s[k] != GRID[k][0] for k in AREA_ONLY):
             continue  # without the area model its temperature and overruling change nothing
         out.append(s)
     return out

@@ -334,6 +334,18 @@ def test_without_the_model_the_catalog_ranks_alone_and_confidences_are_raw():
     assert [f.failure_mode_id for f in alone.findings] != [f.failure_mode_id for f in shipped.findings]
 
 
+def _lead_rival_and_area(described: list[tuple[int, str]], margin: float) -> tuple[str, str, dict[str, float]]:
+    """The category of the report's best description match (its wording lead), another category among its matches,
+    and area probabilities that prefer the other one by ``margin``."""
+    from xtuner_rl_mcp.diagnosis.descriptions import rank_descriptions
+
+    catalog = load_catalog()
+    shown = [catalog.by_id[m.failure_mode_id].category for m in rank_descriptions(catalog, described)]
+    lead, rival = shown[0], next(c for c in shown if c != shown[0])  # the rival must be among the findings
+    rest = (1 - 0.1 - (0.1 + margin)) / (len(CATEGORIES) - 2)
+    return lead, rival, {c: rest for c in CATEGORIES} | {lead: 0.1, rival: 0.1 + margin}
+
+
 def test_the_area_model_overrules_a_chinese_reports_wording_lead_sooner(monkeypatch):
     """A wording lead of a Chinese report is right less often than one of an English report, so the area model takes
     first place from it at a smaller margin (AREA_OVERRULE_ZH below AREA_OVERRULE); a margin between the two moves
@@ -345,11 +357,7 @@ def test_the_area_model_overrules_a_chinese_reports_wording_lead_sooner(monkeypa
     assert ranking.AREA_OVERRULE_ZH < ranking.AREA_OVERRULE
     catalog = load_catalog()
     described = described_lines("after I upgraded vllm the rollout workers crash at start, downgrading fixes it")
-    shown = [catalog.by_id[m.failure_mode_id].category for m in rank_descriptions(catalog, described)]
-    lead, rival = shown[0], next(c for c in shown if c != shown[0])  # the rival must be among the findings
-    margin = (ranking.AREA_OVERRULE_ZH + ranking.AREA_OVERRULE) / 2
-    rest = (1 - 0.1 - (0.1 + margin)) / (len(CATEGORIES) - 2)
-    area = {c: rest for c in CATEGORIES} | {lead: 0.1, rival: 0.1 + margin}
+    lead, rival, area = _lead_rival_and_area(described, (ranking.AREA_OVERRULE_ZH + ranking.AREA_OVERRULE) / 2)
     firsts = {}
     for language in ("en", "zh"):
         matches = rank_descriptions(catalog, described)
@@ -362,16 +370,10 @@ def test_the_ranking_of_a_report_reads_its_language_for_overruling(monkeypatch):
     """rank_findings passes the report's own language on: a Chinese report's wording lead gives way at
     AREA_OVERRULE_ZH (the area model's probabilities are fixed here, and its share in the order of wording leads is 0,
     so only the overruling step reads them)."""
-    from xtuner_rl_mcp.diagnosis.descriptions import rank_descriptions
-
     monkeypatch.setattr(ranking, "AREA_SHARE", 0.0)
     catalog = load_catalog()
     described = described_lines("升级 vllm 之后 rollout 进程一启动就崩溃，降级回旧版本就好了")
-    shown = [catalog.by_id[m.failure_mode_id].category for m in rank_descriptions(catalog, described)]
-    lead, rival = shown[0], next(c for c in shown if c != shown[0])
-    margin = 0.25
-    rest = (1 - 0.1 - (0.1 + margin)) / (len(CATEGORIES) - 2)
-    area = {c: rest for c in CATEGORIES} | {lead: 0.1, rival: 0.1 + margin}
+    lead, rival, area = _lead_rival_and_area(described, 0.25)
     monkeypatch.setattr(ranking, "area_probabilities", lambda described, from_log: area)
     firsts = {}
     for threshold in (0.2, 0.3):
