@@ -51,7 +51,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "CATEGORY_SHARE": (0.05, 0.1),
     "AREA_SHARE": (0.0, 0.2, 0.35),
     "AREA_TEMPERATURE": (1.0, 2.0),
-    "AREA_OVERRULE_ZH": (0.2, 0.3),
+    "AREA_OVERRULE_ZH": (0.1, 0.2, 0.3),
 }
 #: Confidence bins of the calibration table (lower bounds).
 BINS = (0.0, 0.2, 0.4, 0.6, 0.8)
