@@ -23,9 +23,10 @@ from .upstream import bench_module
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus" / "reports.jsonl"
 
-#: Development part, nested 5-fold cross-validated on the reduced grid below (README: measured figures). 2026-12-04,
-#: eleventh round, 1,132 reports, Chinese wording leads overruled sooner: top-1 64.7%, top-3 86.5%, Chinese top-1
-#: 56.3%; ninth round, 1,089 reports: top-1 64.5%, top-3 86.4%, Chinese top-1 55.4%; eighth round, 1,069 reports, the
+#: Development part, nested 5-fold cross-validated on the reduced grid below (README: measured figures). 2026-12-05,
+#: twelfth round, 1,152 reports, PEFT's target-modules message under config, Chinese wording leads overruled at 0.1:
+#: top-1 65.5%, top-3 87.0%, Chinese top-1 57.8%; 2026-12-04, eleventh round, 1,132 reports, Chinese wording leads
+#: overruled sooner: top-1 64.7%, top-3 86.5%, Chinese top-1 56.3%; ninth round, 1,089 reports: top-1 64.5%, top-3 86.4%, Chinese top-1 55.4%; eighth round, 1,069 reports, the
 #: area model learning from causes: top-1 64.5%, top-3 86.4%, Chinese top-1 55.5%;
 #: seventh round, 1,046 reports, with the word senses as reviewed: top-1 63.4%, top-3 86.0%, Chinese top-1 54.8%; sixth
 #: round, 1,001 reports, with the Chinese dictionary: top-1 64.0%, top-3 86.1%, Chinese top-1 54.6%; fifth round, 943
@@ -34,13 +35,13 @@ CORPUS = REPO / "tests" / "corpus" / "reports.jsonl"
 #: 68.3% / 87.2%, Chinese 56.7%; on the first round's 487, 74.3% / 87.9%, Chinese 64.6%.)
 DEV_CV_TOP1_FLOOR = 0.62
 DEV_CV_TOP3_FLOOR = 0.83
-DEV_CV_ZH_TOP1_FLOOR = 0.52
-#: The development reports no phrase was written from (collected since 2026-12-03: 915), same cross-validation:
-#: top-1 59.9%, top-3 84.3% (872 after the ninth round: 59.4%, 83.8%; 852 after the eighth round and the causes:
+DEV_CV_ZH_TOP1_FLOOR = 0.54
+#: The development reports no phrase was written from (collected since 2026-12-03: 935), same cross-validation:
+#: top-1 61.3%, top-3 84.9% (915 after the eleventh round: 59.9%, 84.3%; 872 after the ninth round: 59.4%, 83.8%; 852 after the eighth round and the causes:
 #: 59.3%, 84.0%; 829 before the eighth round and the causes: 58.1%, 83.6%; 784 before the seventh round: 58.2%,
 #: 83.5%; 726 before the sixth: 57.4%, 82.9%).
 UNSEEN_CV_MIN_REPORTS = 650
-UNSEEN_CV_TOP1_FLOOR = 0.55
+UNSEEN_CV_TOP1_FLOOR = 0.57
 UNSEEN_CV_TOP3_FLOOR = 0.80
 #: Frozen test part, scored once per change set. 2026-12-03 round 2: top-1 66.9%, top-3 83.8%, Chinese top-1 63.1%
 #: against English 69.7%, confident answers 12 of 19 right; round 3 (catalog-taught area model, two-signal confidence):
@@ -66,10 +67,14 @@ UNSEEN_CV_TOP3_FLOOR = 0.80
 #: sooner: top-1 70.8%, top-3 90.9%, Chinese 67.7% against English 73.0% (5.3 points), confident 3 of 3 right; tenth
 #: round (31 reports more, all in Chinese): top-1 70.8%, top-3 90.3%, Chinese 67.7% against 73.0%, confident 2 of 2
 #: right; eleventh round (12 reports more, 7 in Chinese): top-1 70.1%, top-3 90.3%, Chinese 66.2% against English
-#: 73.0% (6.8 points), confident 2 of 2 right. The floors sit two or three reports below that level; of the issue's
-#: acceptance the Chinese gap (within 5 points) is not met now.
+#: 73.0% (6.8 points), confident 2 of 2 right; PEFT's target-modules message under config and Chinese wording leads
+#: overruled at 0.1: top-1 72.1%, top-3 90.9%, Chinese 69.2% against English 74.2% (4.9 points), confident 2 of 2
+#: right; twelfth round (20 reports more, all in Chinese): top-1 72.7%, top-3 90.9%, Chinese 69.2% against English
+#: 75.3% (6.0 points), confident 2 of 2 right. The top-1 floor is the issue's target (four reports below the level),
+#: the others sit three or four reports below it; of the issue's acceptance the Chinese gap (within 5 points) is not
+#: met now.
 TEST_TOP3_FLOOR = 0.88
-TEST_TOP1_FLOOR = 0.68
+TEST_TOP1_FLOOR = 0.70
 TEST_ZH_TOP1_GAP = 0.10
 TEST_CONFIDENT_RIGHT_FLOOR = 0.90
 TEST_MIN_REPORTS = 100
@@ -145,7 +150,7 @@ def test_dev_reports_no_phrase_was_written_from_meet_the_floor(dev_cross_validat
 def test_dev_confident_answers_are_right(dev_cross_validated):
     scores, _ = dev_cross_validated
     # few confident answers: only the exact message of a cause with a track record on held-out reports, in the area
-    # the report's words find likeliest (21 of 1,132, 20 right)
+    # the report's words find likeliest (21 of 1,152, 20 right)
     assert scores["confident_n"] >= 8
     assert scores["confident_right"] >= CONFIDENT_RIGHT_FLOOR
     # the calibration means what it says on reports no phrase was written from (what it is fitted on): a band's
