@@ -67,6 +67,7 @@ SUPPORT_FILES: tuple[str, ...] = (
 #: Folders (and top-level files) whose text files get a line count.
 LINE_COUNT_ROOTS: tuple[str, ...] = (
     "xtuner/v1/",
+    "xtuner/model/",  # XTuner 0.x's model wrappers (its LoRA set-up), cited where a 0.x run differs
     "xtuner/__init__.py",
     "xtuner/version.py",
     "examples/",
