@@ -227,6 +227,28 @@ def _wait_ready(cluster: RayCluster, deadline: float) -> None:
             time.sleep(0.2)
 
 
+def wait_logs_served(cluster: RayCluster, timeout: float = 60.0) -> None:
+    """Wait until the dashboard lists the log directory of every alive node (HTTP 200). A node's agent may still
+    answer 500 for a while after the node registered and ran tasks; tests that read every node's logs wait for it
+    here, so that what they measure is the tool, not the cluster finishing its start."""
+    if not cluster.dashboard_url:
+        return
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(cluster.dashboard_url + "/api/v0/nodes?limit=100", timeout=5) as r:
+                rows = json.loads(r.read())["data"]["result"]["result"]
+            ids = [n["node_id"] for n in rows if n.get("state") == "ALIVE"]
+            for node_id in ids:
+                url = f"{cluster.dashboard_url}/api/v0/logs?node_id={node_id}&glob=worker-*&timeout=5"
+                urllib.request.urlopen(url, timeout=10).close()
+            if len(ids) >= len(cluster.nodes):
+                return
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # HTTPError (a 500 while an agent starts) is an OSError
+        time.sleep(0.5)
+
+
 @contextlib.contextmanager
 def start_ray_cluster(
     nodes: tuple[NodeSpec, ...] = (NodeSpec(HEAD_IP), NodeSpec(WORKER_IP)),

@@ -14,7 +14,7 @@ import pytest
 from xtuner_rl_mcp.core import PathPolicy, RunContext
 from xtuner_rl_mcp.operations import inspect_run as tool
 
-from .ray_cluster import HEAD_IP, WORKER_IP, dead_address
+from .ray_cluster import HEAD_IP, WORKER_IP, dead_address, wait_logs_served
 from .run_dir_generator import RunSpec, generate
 
 pytestmark = pytest.mark.ray
@@ -56,6 +56,7 @@ def test_worker_logs_from_every_node_are_diagnosed_with_the_local_ones(ray_clust
         timeout=120,
         capture_output=True,
     )
+    wait_logs_served(ray_cluster)
     generate(tmp_path, RunSpec(steps=4, total_steps=8, idle_s=30))
     t0 = time.monotonic()
     # The server's own RAY_TMPDIR holds the cluster's address file: the local cluster Ray itself would join, so it is
