@@ -41,9 +41,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "corpus" / "reports.jsonl"
-#: Rows collected on or after this day were labelled and split before any matching; no phrase was written from them.
+#: Rows collected on or after this day were labelled and split before any matching; no phrase was written from them
+#: (except the few PROMPTED_CATALOG names, which the unseen figures leave out).
 UNSEEN_SINCE = "2026-12-03"
-UNSEEN = f"unseen (collected since {UNSEEN_SINCE})"
+UNSEEN = f"unseen (collected since {UNSEEN_SINCE}, no entry written from them)"
 
 #: The constants cross-validation chooses from (the shipped values are among them).
 GRID: dict[str, tuple[float, ...]] = {
@@ -86,8 +87,72 @@ def load(split: str = "all") -> list[dict]:
     return [r for r in rows if split == "all" or r["split"] == split]
 
 
+#: Development reports collected since UNSEEN_SINCE whose reading later prompted a catalog entry (its messages,
+#: phrases or cause): the catalog has seen them, so they leave the unseen figures and the calibration fitted on them.
+#: 2026-12-05: PEFT's target-modules message (``adapter_target_modules_not_found``); bfloat16 on pre-Ampere GPUs,
+#: float16 overflow, adapters on quantized bases, multi-GPU without NCCL, ZeRO-3 with a device_map, an unreachable
+#: model hub and empty training data (``bf16_unsupported_gpu``, ``fp16_training_overflow``,
+#: ``quantized_base_adapter_unsupported``, ``nccl_backend_unavailable``, ``zero3_device_map_conflict``,
+#: ``model_hub_unreachable``, ``training_dataset_empty``).
+PROMPTED_CATALOG = frozenset(
+    {
+        # adapter_target_modules_not_found
+        "InternVL-150",
+        "llamafactory-1785",
+        "llamafactory-488",
+        "llamafactory-750",
+        "llamafactory-181",
+        "ms-swift-3959",
+        "ms-swift-1368",
+        # bf16_unsupported_gpu
+        "vllm-946",
+        "vllm-730",
+        "vllm-1284",
+        "litgpt-205",
+        "qwen-913",
+        "xinference-1804",
+        "llamafactory-3717",
+        "openbuddy-45",
+        # fp16_training_overflow
+        "llamafactory-950",
+        "qwen-670",
+        "llamafactory-2819",
+        "llamafactory-2172",
+        "firefly-68",
+        "llamafactory-2234",
+        # quantized_base_adapter_unsupported
+        "llamafactory-2974",
+        "llamafactory-5577",
+        "llamafactory-515",
+        "swift-595",
+        "llamafactory-703",
+        "llamafactory-1545",
+        "llamafactory-913",
+        "llamafactory-2567",
+        # nccl_backend_unavailable
+        "llamafactory-6658",
+        "llamafactory-5719",
+        "llamafactory-6667",
+        "lmdeploy-3455",
+        "bnb-564",
+        # zero3_device_map_conflict
+        "qwen-725",
+        "llamatuner-69",
+        # model_hub_unreachable
+        "xinference-1803",
+        "chatchat-70",
+        "advancedliteratemachinery-59",
+        "lawgpt-144",
+        "lmdeploy-1142",
+        # training_dataset_empty
+        "xtuner-370",
+    }
+)
+
+
 def is_unseen(report: dict) -> bool:
-    return (report.get("collected") or "") >= UNSEEN_SINCE
+    """Collected since UNSEEN_SINCE and never read to write the catalog (see PROMPTED_CATALOG)."""
+    return (report.get("collected") or "") >= UNSEEN_SINCE and report["id"] not in PROMPTED_CATALOG
 
 
 @dataclass(frozen=True)
@@ -485,8 +550,9 @@ METHOD = (
     f"catalog entry's {'/'.join(CATALOG_FIELDS)} one more labelled report of its category"
     f"{_CAUSE_METHOD if CAUSE_LINES else ''}; "
     f"calibration: isotonic per evidence kind, area agreement and report language on the 5-fold held-out answers "
-    f"to the reports collected since {UNSEEN_SINCE} (prior {CALIBRATION_PRIOR:g}, points of at least {MIN_BLOCK} reports, linear "
-    f"between them); track record of exact-message leads from the same held-out answers"
+    f"to the reports collected since {UNSEEN_SINCE} that no catalog entry was written from (prior "
+    f"{CALIBRATION_PRIOR:g}, points of at least {MIN_BLOCK} reports, linear between them); track record of "
+    f"exact-message leads from the same held-out answers"
 )
 
 

@@ -24,21 +24,25 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "corpus" / "reports.jsonl"
 
 #: Development part, nested 5-fold cross-validated on the reduced grid below (README: measured figures). 2026-12-05,
-#: twelfth round, 1,152 reports, PEFT's target-modules message under config, Chinese wording leads overruled at 0.1:
-#: top-1 65.5%, top-3 87.0%, Chinese top-1 57.8%; 2026-12-04, eleventh round, 1,132 reports, Chinese wording leads
-#: overruled sooner: top-1 64.7%, top-3 86.5%, Chinese top-1 56.3%; ninth round, 1,089 reports: top-1 64.5%, top-3
-#: 86.4%, Chinese top-1 55.4%; eighth round, 1,069 reports, the area model learning from causes: top-1 64.5%, top-3
-#: 86.4%, Chinese top-1 55.5%;
-#: seventh round, 1,046 reports, with the word senses as reviewed: top-1 63.4%, top-3 86.0%, Chinese top-1 54.8%; sixth
-#: round, 1,001 reports, with the Chinese dictionary: top-1 64.0%, top-3 86.1%, Chinese top-1 54.6%; fifth round, 943
-#: reports, before the dictionary: top-1 64.2%, top-3 85.7%, Chinese top-1 54.2%. (The rounds collected since are
-#: harder: on 726 reports, before the fourth round's 180 (171 in Chinese, many screenshots and version mismatches),
-#: 68.3% / 87.2%, Chinese 56.7%; on the first round's 487, 74.3% / 87.9%, Chinese 64.6%.)
+#: seven catalog entries for families of fine-tuning failures (bfloat16 on older GPUs, float16 overflow, adapters on
+#: quantized bases, no NCCL, ZeRO-3 with a device_map, an unreachable hub, empty training data), 1,152 reports: top-1
+#: 66.3%, top-3 87.3%, Chinese top-1 59.3% (of the 42 reports read to write them, 26 right first against 19 before; of
+#: the 893 others collected since 2026-12-03, 553 against 554: see below); twelfth round, 1,152 reports, PEFT's
+#: target-modules message under config, Chinese wording leads overruled at 0.1: top-1 65.5%, top-3 87.0%, Chinese top-1
+#: 57.8%; 2026-12-04, eleventh round, 1,132 reports, Chinese wording leads overruled sooner: top-1 64.7%, top-3 86.5%,
+#: Chinese top-1 56.3%; ninth round, 1,089 reports: top-1 64.5%, top-3 86.4%, Chinese top-1 55.4%; eighth round, 1,069
+#: reports, the area model learning from causes: top-1 64.5%, top-3 86.4%, Chinese top-1 55.5%; seventh round, 1,046
+#: reports, with the word senses as reviewed: top-1 63.4%, top-3 86.0%, Chinese top-1 54.8%; sixth round, 1,001 reports,
+#: with the Chinese dictionary: top-1 64.0%, top-3 86.1%, Chinese top-1 54.6%; fifth round, 943 reports, before the
+#: dictionary: top-1 64.2%, top-3 85.7%, Chinese top-1 54.2%. (The rounds collected since are harder: on 726 reports,
+#: before the fourth round's 180 (171 in Chinese, many screenshots and version mismatches), 68.3% / 87.2%, Chinese
+#: 56.7%; on the first round's 487, 74.3% / 87.9%, Chinese 64.6%.)
 DEV_CV_TOP1_FLOOR = 0.62
 DEV_CV_TOP3_FLOOR = 0.83
 DEV_CV_ZH_TOP1_FLOOR = 0.54
-#: The development reports no phrase was written from (collected since 2026-12-03: 935; seven of them prompted one
-#: catalog change, the target-modules entry: README), same cross-validation: top-1 61.3%, top-3 84.9% (915 after the
+#: The development reports no phrase was written from (collected since 2026-12-03 and not read to write a catalog
+#: entry, bench.PROMPTED_CATALOG: 893), same cross-validation: top-1 61.9%, top-3 85.2% (the commit before the seven
+#: entries, on the same 893: 62.0%, 85.1%; 935 before 42 of them were set apart: 61.3%, 84.9%; 915 after the
 #: eleventh round: 59.9%, 84.3%; 872 after the ninth round: 59.4%, 83.8%; 852 after the eighth round and the causes:
 #: 59.3%, 84.0%; 829 before the eighth round and the causes: 58.1%, 83.6%; 784 before the seventh round: 58.2%,
 #: 83.5%; 726 before the sixth: 57.4%, 82.9%).
@@ -72,12 +76,13 @@ UNSEEN_CV_TOP3_FLOOR = 0.80
 #: 73.0% (6.8 points), confident 2 of 2 right; PEFT's target-modules message under config and Chinese wording leads
 #: overruled at 0.1: top-1 72.1%, top-3 90.9%, Chinese 69.2% against English 74.2% (4.9 points), confident 2 of 2
 #: right; twelfth round (20 reports more, all in Chinese): top-1 72.7%, top-3 90.9%, Chinese 69.2% against English
-#: 75.3% (6.1 points), confident 2 of 2 right. The top-1 floor is the issue's target (four reports below the level),
-#: the others sit three or four reports below it; of the issue's acceptance the Chinese gap (within 5 points) is not
-#: met now.
+#: 75.3% (6.1 points), confident 2 of 2 right; seven catalog entries for families of fine-tuning failures: top-1
+#: 71.4%, top-3 90.9%, Chinese 70.8% against English 71.9% (1.1 points: one Chinese report more and three English
+#: ones fewer in first place), confident 3 of 3 right. The top-1 floor and the Chinese gap are the issue's targets
+#: (two and about three reports below the level), the top-3 floor sits four reports below it.
 TEST_TOP3_FLOOR = 0.88
 TEST_TOP1_FLOOR = 0.70
-TEST_ZH_TOP1_GAP = 0.10
+TEST_ZH_TOP1_GAP = 0.05
 TEST_CONFIDENT_RIGHT_FLOOR = 0.90
 TEST_MIN_REPORTS = 100
 #: Among first findings given with confidence >= 0.8, at least this share is right (any part).
@@ -175,18 +180,29 @@ def test_dev_confident_answers_are_right(dev_cross_validated):
 
 def test_the_annotator_study_is_about_unseen_development_reports():
     """bench/results/annotator_study.json (README: what limits it) names 60 + 60 development reports no phrase was
-    written from, and its answers are catalog categories."""
+    written from when the study was made (four have since prompted catalog entries: PROMPTED_CATALOG), and its answers
+    are catalog categories."""
     from xtuner_rl_mcp.core import CATEGORIES
 
     bench = _bench()
     study = json.loads((REPO / "bench" / "results" / "annotator_study.json").read_text(encoding="utf-8"))
     dev = {r["id"]: r for r in bench.load("dev")}
     sample = [dev[i] for i in study["reports"]]
-    assert all(bench.is_unseen(r) for r in sample)
+    assert all(r["collected"] >= bench.UNSEEN_SINCE for r in sample)
     assert sorted(r["lang"] for r in sample) == ["en"] * 60 + ["zh"] * 60
     for answers in (study["blind_labels"], study["text_only_guesses"]):
         assert set(answers) == set(study["reports"])
         assert all(a and set(a) <= set(CATEGORIES) for a in answers.values())
+
+
+def test_reports_that_prompted_catalog_entries_are_not_counted_as_unseen():
+    """A development report read to write a catalog entry leaves the unseen figures (bench.PROMPTED_CATALOG)."""
+    bench = _bench()
+    dev = {r["id"]: r for r in bench.load("dev")}
+    assert bench.PROMPTED_CATALOG <= set(dev)
+    for report_id in bench.PROMPTED_CATALOG:
+        assert dev[report_id]["collected"] >= bench.UNSEEN_SINCE
+        assert not bench.is_unseen(dev[report_id])
 
 
 def _test_rows() -> list[dict]:
