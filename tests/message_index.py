@@ -69,8 +69,13 @@ LINE_COUNT_ROOTS: tuple[str, ...] = (
     "xtuner/v1/",
     "xtuner/model/",  # XTuner 0.x's model wrappers (its LoRA set-up), cited where a 0.x run differs
     "xtuner/__init__.py",
-    # XTuner 0.x's reference QLoRA config (fp16 AMP, bitsandbytes 4-bit base) and its adapter merge tool
+    # XTuner 0.x, cited where a fine-tuning failure reaches it: its reference QLoRA config (fp16 AMP, bitsandbytes
+    # 4-bit base), the launcher's DeepSpeed precision choice, the DeepSpeed strategy, dataset filters, the merge tool
     "xtuner/configs/internlm/internlm2_chat_7b/internlm2_chat_7b_qlora_alpaca_e3.py",
+    "xtuner/tools/train.py",
+    "xtuner/tools/utils.py",
+    "xtuner/engine/_strategy/deepspeed.py",
+    "xtuner/dataset/huggingface.py",
     "xtuner/tools/model_converters/merge.py",
     "xtuner/version.py",
     "examples/",
