@@ -150,9 +150,14 @@ PROMPTED_CATALOG = frozenset(
 )
 
 
+def collected_since_unseen(report: dict) -> bool:
+    """Collected on or after UNSEEN_SINCE: labelled and split before any matching was run."""
+    return (report.get("collected") or "") >= UNSEEN_SINCE
+
+
 def is_unseen(report: dict) -> bool:
     """Collected since UNSEEN_SINCE and never read to write the catalog (see PROMPTED_CATALOG)."""
-    return (report.get("collected") or "") >= UNSEEN_SINCE and report["id"] not in PROMPTED_CATALOG
+    return collected_since_unseen(report) and report["id"] not in PROMPTED_CATALOG
 
 
 @dataclass(frozen=True)
